@@ -1,0 +1,144 @@
+"""Scenario 2, ``stream_throughput``: one very long streamed answer (mirrors
+../shared/bench/pi/scenarios/stream_throughput.mjs).
+
+The faux provider streams one text block of N characters at unlimited speed in 4-character
+deltas (token_size 1..1); the consumer counts ``text_delta`` events and their UTF-8 bytes. A
+20,000-character warm-up runs first. Each size prints one JSON object per line; the last line is
+a summary with the throughput ratio between the smallest and the largest answer (1.0 = flat).
+
+    python bench/stream_throughput.py                      # 10 KB, 100 KB, 250 KB, 1 MB
+    python bench/stream_throughput.py --chars 1000000 --yield-every 0
+
+``--mode provider`` drains ``stream_simple`` directly (pi's ``--mode=provider``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import sys
+import time
+from typing import Any
+
+import orjson
+import trio
+
+from pitrio.providers import (
+    Context,
+    ProviderRegistry,
+    TextDeltaEvent,
+    UserMessage,
+    faux_assistant_message,
+    register_faux_provider,
+    stream_simple,
+)
+
+WORDS = (
+    "the agent calls a tool and streams tokens back to user while context grows with each turn "
+    "model reply text"
+).split(" ")
+DEFAULT_SIZES = (10_000, 100_000, 250_000, 1_000_000)
+
+
+def make_text(n: int, seed: int = 12345) -> str:
+    """pi's ``makeText``: LCG-chosen words joined by spaces, cut to exactly ``n`` characters."""
+    s = seed
+    parts: list[str] = []
+    length = -1
+    while length < n:
+        s = (s * 1103515245 + 12345) % 2**32
+        word = WORDS[(s >> 16) % 20]
+        parts.append(word)
+        length += len(word) + 1
+    return " ".join(parts)[:n]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def run_provider(n_chars: int, text: str, yield_every: int) -> dict[str, Any]:
+    registry = ProviderRegistry()
+    faux = register_faux_provider(
+        api="faux", token_size=(1, 1), yield_every=yield_every, registry=registry
+    )
+    model = faux.get_model()
+    assert model is not None
+    faux.set_responses([faux_assistant_message(text[:n_chars])])
+    context = Context(
+        system_prompt="You are a benchmark agent.",
+        messages=[UserMessage(content="Write a very long answer.", timestamp=0)],
+    )
+    events = deltas = size = 0
+    first_delta = 0.0
+    t0 = time.perf_counter()
+    async with stream_simple(model, context, registry=registry) as stream:
+        async for event in stream:
+            events += 1
+            if type(event) is TextDeltaEvent:
+                if deltas == 0:
+                    first_delta = time.perf_counter()
+                deltas += 1
+                size += len(event.delta.encode())
+        final = await stream.result()
+    wall = time.perf_counter() - t0
+    return {
+        "wall_s": round(wall, 4),
+        "events": events,
+        "text_deltas": deltas,
+        "delta_bytes": size,
+        "text_deltas_per_s": round(deltas / wall),
+        "events_per_s": round(events / wall),
+        "mb_per_s": round(size / 2**20 / wall, 3),
+        "us_per_delta": round(wall * 1e6 / deltas, 3),
+        "time_to_first_delta_ms": round((first_delta - t0) * 1000, 2),
+        "final_text_length_ok": len(final.text()) == n_chars,
+    }
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    sizes = args.chars or list(DEFAULT_SIZES)
+    text = make_text(max(sizes))
+    await run_provider(20_000, text, args.yield_every)  # warm-up
+    results = []
+    for n in sizes:
+        result = {
+            "scenario": "stream_throughput",
+            "mode": args.mode,
+            "chars": n,
+            "chars_per_delta": 4,
+            "yield_every": args.yield_every,
+            **await run_provider(n, text, args.yield_every),
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+            "env": {"python": platform.python_version(), "trio": trio.__version__},
+        }
+        results.append(result)
+        print(orjson.dumps(result).decode(), flush=True)
+    rates = [r["text_deltas_per_s"] for r in results]
+    summary = {
+        "scenario": "stream_throughput",
+        "summary": True,
+        "sizes": sizes,
+        "text_deltas_per_s": rates,
+        "largest_over_smallest": round(rates[-1] / rates[0], 3),
+    }
+    print(orjson.dumps(summary).decode(), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chars", type=int, action="append", help="answer size (repeatable)")
+    parser.add_argument("--mode", choices=["provider"], default="provider")
+    parser.add_argument(
+        "--yield-every",
+        type=int,
+        default=1,
+        help="faux checkpoints after every N deltas (1 = pi's one yield per delta; 0 = only "
+        "when the consumer is a buffer behind)",
+    )
+    trio.run(main_async, parser.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

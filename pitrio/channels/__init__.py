@@ -1,0 +1,62 @@
+"""Bounded channel primitives that every pitrio actor talks through.
+
+This is the bottom layer: it imports nothing from the rest of pitrio, and everything above
+(``providers``, ``tools``, ``actors``, ...) may import it. Three primitives, all bounded:
+
+- `EventStream`: pi-ai's ``EventStream<T, R>``, one producer to one consumer, ending with a
+  completion event whose result `EventStream.result` returns.
+- `Broadcast`: ordered fan-out to callbacks and to bounded `Subscription`\\ s with an explicit
+  `SlowSubscriberPolicy`.
+- `Mailbox`: the steering and follow-up queues, drained ``"one-at-a-time"`` or ``"all"``.
+
+Every default size is a named constant (`EVENT_STREAM_BUFFER`, `SUBSCRIPTION_BUFFER`,
+`MAILBOX_SIZE`) whose docstring says why it has that value.
+"""
+
+from __future__ import annotations
+
+from ._broadcast import SUBSCRIPTION_BUFFER as SUBSCRIPTION_BUFFER
+from ._broadcast import Broadcast as Broadcast
+from ._broadcast import BroadcastStatistics as BroadcastStatistics
+from ._broadcast import SlowSubscriberPolicy as SlowSubscriberPolicy
+from ._broadcast import Subscription as Subscription
+from ._broadcast import SubscriptionStatistics as SubscriptionStatistics
+from ._event_stream import EVENT_STREAM_BUFFER as EVENT_STREAM_BUFFER
+from ._event_stream import EventStream as EventStream
+from ._event_stream import EventStreamStatistics as EventStreamStatistics
+from ._exceptions import MailboxFull as MailboxFull
+from ._exceptions import StreamEndedWithoutResult as StreamEndedWithoutResult
+from ._exceptions import SubscriberOverflow as SubscriberOverflow
+from ._mailbox import MAILBOX_SIZE as MAILBOX_SIZE
+from ._mailbox import Mailbox as Mailbox
+from ._mailbox import MailboxMode as MailboxMode
+from ._mailbox import MailboxStatistics as MailboxStatistics
+from ._nursery import open_body_nursery as open_body_nursery
+
+__all__ = [
+    "EVENT_STREAM_BUFFER",
+    "MAILBOX_SIZE",
+    "SUBSCRIPTION_BUFFER",
+    "Broadcast",
+    "BroadcastStatistics",
+    "EventStream",
+    "EventStreamStatistics",
+    "Mailbox",
+    "MailboxFull",
+    "MailboxMode",
+    "MailboxStatistics",
+    "SlowSubscriberPolicy",
+    "StreamEndedWithoutResult",
+    "SubscriberOverflow",
+    "Subscription",
+    "SubscriptionStatistics",
+    "open_body_nursery",
+]
+
+# Report public classes under their public path (pitrio.channels.Mailbox, not
+# pitrio.channels._mailbox.Mailbox) in reprs, tracebacks and docs, as trio does.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith(__name__ + "._"):
+        _obj.__module__ = __name__
+del _name, _obj

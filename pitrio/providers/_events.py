@@ -1,0 +1,203 @@
+"""pi-ai's ``AssistantMessageEvent`` protocol (seed 002 s.5.6) as frozen attrs classes.
+
+Every event but the terminal ones carries ``partial``: while a provider streams it is a
+:class:`~pitrio.providers.PartialAssistantMessage` (an O(1) snapshot of the growing message);
+decoded from JSON it is a plain :class:`~pitrio.providers.AssistantMessage`. Both expose the same
+attributes and encode to the same JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from pitrio.codec import register_tagged_union, wire
+from pitrio.providers._messages import AssistantMessage, ToolCall, _extra
+from pitrio.providers._partial import PartialAssistantMessage
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class StartEvent:
+    """The stream has started; ``partial`` has no content yet."""
+
+    type: Literal["start"] = attrs.field(default="start", init=False)
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class TextStartEvent:
+    """A text block opens at ``content_index``."""
+
+    type: Literal["text_start"] = attrs.field(default="text_start", init=False)
+    content_index: int
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class TextDeltaEvent:
+    """Text appended to the block at ``content_index``."""
+
+    type: Literal["text_delta"] = attrs.field(default="text_delta", init=False)
+    content_index: int
+    delta: str
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class TextEndEvent:
+    """The text block at ``content_index`` is complete; ``content`` is its text."""
+
+    type: Literal["text_end"] = attrs.field(default="text_end", init=False)
+    content_index: int
+    content: str
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ThinkingStartEvent:
+    """A thinking block opens at ``content_index``."""
+
+    type: Literal["thinking_start"] = attrs.field(default="thinking_start", init=False)
+    content_index: int
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ThinkingDeltaEvent:
+    """Reasoning text appended to the block at ``content_index``."""
+
+    type: Literal["thinking_delta"] = attrs.field(default="thinking_delta", init=False)
+    content_index: int
+    delta: str
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ThinkingEndEvent:
+    """The thinking block at ``content_index`` is complete."""
+
+    type: Literal["thinking_end"] = attrs.field(default="thinking_end", init=False)
+    content_index: int
+    content: str
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ToolCallStartEvent:
+    """A tool call opens at ``content_index``."""
+
+    type: Literal["toolcall_start"] = attrs.field(default="toolcall_start", init=False)
+    content_index: int
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ToolCallDeltaEvent:
+    """A piece of the tool call's JSON arguments (partial JSON)."""
+
+    type: Literal["toolcall_delta"] = attrs.field(default="toolcall_delta", init=False)
+    content_index: int
+    delta: str
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ToolCallEndEvent:
+    """The tool call at ``content_index`` is complete with parsed arguments."""
+
+    type: Literal["toolcall_end"] = attrs.field(default="toolcall_end", init=False)
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage | PartialAssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class DoneEvent:
+    """The response finished normally (terminal)."""
+
+    type: Literal["done"] = attrs.field(default="done", init=False)
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ErrorEvent:
+    """The response failed or was aborted (terminal); ``error`` is the final message."""
+
+    type: Literal["error"] = attrs.field(default="error", init=False)
+    reason: Literal["aborted", "error"]
+    error: AssistantMessage
+    extra: dict[str, Any] | None = _extra()
+
+
+AssistantMessageEvent: TypeAlias = (
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent
+)
+"""pi-ai's ``AssistantMessageEvent`` (seed 002 s.5.6)."""
+
+ASSISTANT_MESSAGE_EVENT_TYPES: tuple[type, ...] = (
+    StartEvent,
+    TextStartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    ThinkingStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ToolCallStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    DoneEvent,
+    ErrorEvent,
+)
+
+
+def is_terminal(event: AssistantMessageEvent) -> bool:
+    """Return whether ``event`` ends a stream (``done`` or ``error``)."""
+    return isinstance(event, DoneEvent | ErrorEvent)
+
+
+def final_message(event: AssistantMessageEvent) -> AssistantMessage:
+    """Return the final message a terminal event carries."""
+    if isinstance(event, DoneEvent):
+        return event.message
+    if isinstance(event, ErrorEvent):
+        return event.error
+    raise TypeError(f"{event.type} is not a terminal event")
+
+
+register_tagged_union(AssistantMessageEvent, "type", ASSISTANT_MESSAGE_EVENT_TYPES)

@@ -1,0 +1,510 @@
+"""The scripted ``faux`` provider (mirrors pi-ai's ``registerFauxProvider``).
+
+A faux provider answers from a FIFO queue of scripted responses: finished assistant messages, or
+factories called with the request context. It streams them with pi's event protocol, cutting
+text, reasoning and tool-argument JSON into chunks of ``token_size * 4`` characters, and puts a
+usage estimate on every message computed as pi's does (characters / 4 over a serialisation of the
+whole request). It is the embedded default for demos, tests and load tests.
+
+With ``token_size=(n, n)`` and no ``tokens_per_second`` its events equal pi's faux provider's for
+the same script, except that text is cut by code points where JavaScript cuts UTF-16 code units
+(a pitrio chunk never splits an emoji into lone surrogates).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+import random
+import secrets
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Final, TypeAlias
+
+import attrs
+import orjson
+import trio
+
+from pitrio.codec import to_wire
+from pitrio.providers._events import (
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from pitrio.providers._messages import (
+    EMPTY_USAGE,
+    AssistantContentBlock,
+    AssistantMessage,
+    Context,
+    Cost,
+    ImageContent,
+    InputKind,
+    Message,
+    Model,
+    ModelCost,
+    StopReason,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from pitrio.providers._partial import AssistantMessageBuilder
+from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
+from pitrio.providers._stream import AssistantMessageEventStream, now_ms
+
+DEFAULT_API: Final = "faux"
+DEFAULT_PROVIDER: Final = "faux"
+DEFAULT_MODEL_ID: Final = "faux-1"
+DEFAULT_MODEL_NAME: Final = "Faux Model"
+DEFAULT_BASE_URL: Final = "http://localhost:0"
+DEFAULT_TOKEN_SIZE: Final = (3, 5)
+"""pi's default: each chunk is 3 to 5 "tokens" of 4 characters."""
+NO_MORE_RESPONSES: Final = "No more faux responses queued"
+
+ResponseFactory: TypeAlias = Callable[
+    [Context, StreamOptions, "FauxState", Model], "AssistantMessage | Awaitable[AssistantMessage]"
+]
+"""Builds a response from the request: ``(context, options, state, model)``; may be async."""
+FauxResponse: TypeAlias = "AssistantMessage | ResponseFactory"
+
+
+# --------------------------------------------------------------------------- script helpers
+
+
+def faux_text(text: str) -> TextContent:
+    """Return a text block for a scripted response."""
+    return TextContent(text=text)
+
+
+def faux_thinking(thinking: str) -> ThinkingContent:
+    """Return a thinking block for a scripted response."""
+    return ThinkingContent(thinking=thinking)
+
+
+_tool_ids = itertools.count(1)
+
+
+def faux_tool_call(name: str, arguments: dict[str, Any], *, id: str | None = None) -> ToolCall:
+    """Return a tool-call block for a scripted response (a fresh id unless one is given)."""
+    if id is None:
+        id = f"tool:{now_ms()}:{next(_tool_ids)}{secrets.token_hex(4)}"
+    return ToolCall(id=id, name=name, arguments=arguments)
+
+
+def faux_assistant_message(
+    content: str | AssistantContentBlock | Iterable[AssistantContentBlock],
+    *,
+    stop_reason: StopReason = "stop",
+    error_message: str | None = None,
+    response_id: str | None = None,
+    timestamp: int | None = None,
+) -> AssistantMessage:
+    """Return a scripted response; a string becomes one text block."""
+    if isinstance(content, str):
+        blocks: tuple[AssistantContentBlock, ...] = (faux_text(content),)
+    elif isinstance(content, TextContent | ThinkingContent | ToolCall):
+        blocks = (content,)
+    else:
+        blocks = tuple(content)
+    return AssistantMessage(
+        content=blocks,
+        api=DEFAULT_API,
+        provider=DEFAULT_PROVIDER,
+        model=DEFAULT_MODEL_ID,
+        usage=EMPTY_USAGE,
+        stop_reason=stop_reason,
+        error_message=error_message,
+        response_id=response_id,
+        timestamp=now_ms() if timestamp is None else timestamp,
+    )
+
+
+# --------------------------------------------------------------------------- usage estimate
+
+
+def _js_length(text: str) -> int:
+    """Length in UTF-16 code units, as JavaScript's ``String.length``."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _estimate_tokens(text: str) -> int:
+    return math.ceil(_js_length(text) / 4)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _user_text(content: str | Sequence[TextContent | ImageContent]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        block.text
+        if isinstance(block, TextContent)
+        else f"[image:{block.mime_type}:{_js_length(block.data)}]"
+        for block in content
+    )
+
+
+def _assistant_text(content: Sequence[AssistantContentBlock]) -> str:
+    parts = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ThinkingContent):
+            parts.append(block.thinking)
+        else:
+            parts.append(f"{block.name}:{_json(block.arguments)}")
+    return "\n".join(parts)
+
+
+def _message_text(message: Message) -> str:
+    if isinstance(message, UserMessage):
+        return _user_text(message.content)
+    if isinstance(message, AssistantMessage):
+        return _assistant_text(message.content)
+    if isinstance(message, ToolResultMessage):
+        return "\n".join([message.tool_name, *(_user_text([b]) for b in message.content)])
+    raise TypeError(f"not a pi-ai message: {message!r}")
+
+
+def serialize_context(context: Context) -> str:
+    """Serialise a request as pi's faux does for its usage estimate (O(context))."""
+    parts = []
+    if context.system_prompt:
+        parts.append(f"system:{context.system_prompt}")
+    for message in context.messages:
+        parts.append(f"{message.role}:{_message_text(message)}")
+    if context.tools:
+        parts.append(f"tools:{_json(to_wire(list(context.tools)))}")
+    return "\n\n".join(parts)
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # binary search on the first mismatch: O(n) compares in C, not a Python loop
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _with_usage_estimate(
+    message: AssistantMessage,
+    context: Context,
+    options: StreamOptions,
+    prompt_cache: dict[str, str],
+) -> AssistantMessage:
+    prompt_text = serialize_context(context)
+    prompt_tokens = _estimate_tokens(prompt_text)
+    output_tokens = _estimate_tokens(_assistant_text(message.content))
+    input_tokens, cache_read, cache_write = prompt_tokens, 0, 0
+    session_id = options.session_id
+    if session_id and options.cache_retention != "none":
+        previous = prompt_cache.get(session_id)
+        if previous is not None:
+            cached = _common_prefix_length(previous, prompt_text)
+            cache_read = _estimate_tokens(previous[:cached])
+            cache_write = _estimate_tokens(prompt_text[cached:])
+            input_tokens = max(0, prompt_tokens - cache_read)
+        else:
+            cache_write = prompt_tokens
+        prompt_cache[session_id] = prompt_text
+    usage = Usage(
+        input=input_tokens,
+        output=output_tokens,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total_tokens=input_tokens + output_tokens + cache_read + cache_write,
+        cost=Cost(),
+    )
+    return attrs.evolve(message, usage=usage)
+
+
+# --------------------------------------------------------------------------- the provider
+
+
+@attrs.define
+class FauxState:
+    """Mutable faux state shared with response factories."""
+
+    call_count: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class FauxModelDefinition:
+    """A model the faux provider offers (defaults as pi's)."""
+
+    id: str
+    name: str | None = None
+    reasoning: bool = False
+    input: tuple[InputKind, ...] = ("text", "image")
+    cost: ModelCost = attrs.field(factory=ModelCost)
+    context_window: int = 128_000
+    max_tokens: int = 16_384
+
+
+def _split(text: str, min_size: int, max_size: int, rng: random.Random) -> list[str]:
+    if not text:
+        return [""]
+    if min_size == max_size:
+        step = max(1, min_size * 4)
+        return [text[i : i + step] for i in range(0, len(text), step)]
+    chunks = []
+    index = 0
+    while index < len(text):
+        step = max(1, rng.randint(min_size, max_size) * 4)
+        chunks.append(text[index : index + step])
+        index += step
+    return chunks
+
+
+class FauxProvider:
+    """A registered faux provider; see :func:`register_faux_provider`."""
+
+    def __init__(
+        self,
+        *,
+        api: str,
+        provider: str,
+        models: Sequence[Model],
+        token_size: tuple[int, int],
+        tokens_per_second: float | None,
+        yield_every: int,
+        registry: ProviderRegistry,
+        seed: int | None,
+    ) -> None:
+        self.api = api
+        self.provider = provider
+        self.models = list(models)
+        self.state = FauxState()
+        self._pending: deque[FauxResponse] = deque()
+        self._min, self._max = token_size
+        self._tps = tokens_per_second
+        self._yield_every = yield_every
+        self._registry = registry
+        self._source_id = f"faux-provider:{secrets.token_hex(6)}"
+        self._prompt_cache: dict[str, str] = {}
+        self._rng = random.Random(seed)
+        registry.register(ApiProvider(api=api, stream=self._stream), self._source_id)
+
+    # ------------------------------------------------------------------ script
+
+    def get_model(self, model_id: str | None = None) -> Model | None:
+        """Return the model ``model_id`` (the first model when ``None``)."""
+        if model_id is None:
+            return self.models[0]
+        return next((m for m in self.models if m.id == model_id), None)
+
+    def set_responses(self, responses: Iterable[FauxResponse]) -> None:
+        """Replace the queue of scripted responses."""
+        self._pending = deque(responses)
+
+    def append_responses(self, responses: Iterable[FauxResponse]) -> None:
+        """Add scripted responses to the end of the queue."""
+        self._pending.extend(responses)
+
+    @property
+    def pending_count(self) -> int:
+        """How many scripted responses are still queued."""
+        return len(self._pending)
+
+    def unregister(self) -> None:
+        """Remove this provider from its registry."""
+        self._registry.unregister(self._source_id)
+
+    # ------------------------------------------------------------------ streaming
+
+    async def _stream(
+        self,
+        model: Model,
+        context: Context,
+        options: StreamOptions,
+        out: AssistantMessageEventStream,
+    ) -> None:
+        step = self._pending.popleft() if self._pending else None
+        self.state.call_count += 1
+        if step is None:
+            message = AssistantMessage(
+                content=(),
+                api=self.api,
+                provider=self.provider,
+                model=model.id,
+                stop_reason="error",
+                error_message=NO_MORE_RESPONSES,
+                timestamp=now_ms(),
+            )
+            message = _with_usage_estimate(message, context, options, self._prompt_cache)
+            await out.emit(ErrorEvent(reason="error", error=message))
+            return
+        if isinstance(step, AssistantMessage):
+            resolved = step
+        else:
+            produced = step(context, options, self.state, model)
+            resolved = await produced if inspect.isawaitable(produced) else produced
+        message = attrs.evolve(resolved, api=self.api, provider=self.provider, model=model.id)
+        message = _with_usage_estimate(message, context, options, self._prompt_cache)
+        await self._stream_deltas(message, out)
+
+    async def _pace(self, chunk: str, sent: int) -> None:
+        if self._tps is not None and self._tps > 0:
+            await trio.sleep(_estimate_tokens(chunk) / self._tps)
+        elif self._yield_every and sent % self._yield_every == 0:
+            await trio.lowlevel.checkpoint()
+
+    async def _stream_deltas(
+        self, message: AssistantMessage, out: AssistantMessageEventStream
+    ) -> None:
+        builder = AssistantMessageBuilder(
+            api=message.api,
+            provider=message.provider,
+            model=message.model,
+            timestamp=message.timestamp,
+            usage=message.usage,
+            stop_reason=message.stop_reason,
+            error_message=message.error_message,
+            response_model=message.response_model,
+            response_id=message.response_id,
+            diagnostics=message.diagnostics,
+            extra=message.extra,
+        )
+        out.attach(builder)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        emit = out.emit
+        await emit(StartEvent(partial=builder.snapshot()))
+        sent = 0
+        # Partial blocks carry no signatures, as in pi: the final message has them.
+        for block in message.content:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if isinstance(block, ThinkingContent):
+                index = builder.add_thinking()
+                await emit(ThinkingStartEvent(content_index=index, partial=builder.snapshot()))
+                for chunk in _split(block.thinking, self._min, self._max, self._rng):
+                    sent += 1
+                    await self._pace(chunk, sent)
+                    builder.append(index, chunk)
+                    await emit(
+                        ThinkingDeltaEvent(
+                            content_index=index, delta=chunk, partial=builder.snapshot()
+                        )
+                    )
+                await emit(
+                    ThinkingEndEvent(
+                        content_index=index, content=block.thinking, partial=builder.snapshot()
+                    )
+                )
+            elif isinstance(block, TextContent):
+                index = builder.add_text()
+                await emit(TextStartEvent(content_index=index, partial=builder.snapshot()))
+                for chunk in _split(block.text, self._min, self._max, self._rng):
+                    sent += 1
+                    await self._pace(chunk, sent)
+                    builder.append(index, chunk)
+                    await emit(
+                        TextDeltaEvent(content_index=index, delta=chunk, partial=builder.snapshot())
+                    )
+                await emit(
+                    TextEndEvent(
+                        content_index=index, content=block.text, partial=builder.snapshot()
+                    )
+                )
+            else:
+                index = builder.add_tool_call(id=block.id, name=block.name)
+                await emit(ToolCallStartEvent(content_index=index, partial=builder.snapshot()))
+                for chunk in _split(_json(block.arguments), self._min, self._max, self._rng):
+                    sent += 1
+                    await self._pace(chunk, sent)
+                    builder.append(index, chunk)
+                    await emit(
+                        ToolCallDeltaEvent(
+                            content_index=index, delta=chunk, partial=builder.snapshot()
+                        )
+                    )
+                builder.set_arguments(index, block.arguments)
+                await emit(
+                    ToolCallEndEvent(
+                        content_index=index, tool_call=block, partial=builder.snapshot()
+                    )
+                )
+        if message.stop_reason == "error" or message.stop_reason == "aborted":
+            await emit(ErrorEvent(reason=message.stop_reason, error=message))
+        else:
+            await emit(DoneEvent(reason=message.stop_reason, message=message))
+
+
+def register_faux_provider(
+    *,
+    api: str | None = None,
+    provider: str = DEFAULT_PROVIDER,
+    models: Sequence[FauxModelDefinition] | None = None,
+    tokens_per_second: float | None = None,
+    token_size: tuple[int, int] | None = None,
+    yield_every: int = 1,
+    registry: ProviderRegistry | None = None,
+    seed: int | None = None,
+) -> FauxProvider:
+    """Register a scripted provider and return its handle.
+
+    Args:
+        api: the API id to register under; a fresh ``faux:...`` id by default, so several faux
+            providers can coexist (as in pi).
+        provider: the provider name models and messages carry.
+        models: the models offered; one ``faux-1`` model by default.
+        tokens_per_second: pace the stream (a chunk of n tokens waits n / tokens_per_second s);
+            ``None`` streams as fast as the consumer reads.
+        token_size: (min, max) tokens per chunk, each token 4 characters; pi's (3, 5) by default.
+        yield_every: at unlimited speed, checkpoint after every ``yield_every`` chunks (pi yields
+            once per chunk: 1); ``0`` yields only when the consumer falls a buffer behind.
+        registry: where to register; the default registry by default.
+        seed: seeds the chunk-size choice for reproducible streams.
+    """
+    min_req, max_req = token_size if token_size is not None else DEFAULT_TOKEN_SIZE
+    min_size = max(1, min(min_req, max_req))
+    max_size = max(min_size, max_req)
+    api = api if api is not None else f"{DEFAULT_API}:{secrets.token_hex(6)}"
+    definitions = models or [FauxModelDefinition(id=DEFAULT_MODEL_ID, name=DEFAULT_MODEL_NAME)]
+    built = [
+        Model(
+            id=d.id,
+            name=d.name if d.name is not None else d.id,
+            api=api,
+            provider=provider,
+            base_url=DEFAULT_BASE_URL,
+            reasoning=d.reasoning,
+            input=d.input,
+            cost=d.cost,
+            context_window=d.context_window,
+            max_tokens=d.max_tokens,
+        )
+        for d in definitions
+    ]
+    return FauxProvider(
+        api=api,
+        provider=provider,
+        models=built,
+        token_size=(min_size, max_size),
+        tokens_per_second=tokens_per_second,
+        yield_every=yield_every,
+        registry=registry or default_registry,
+        seed=seed,
+    )

@@ -1,0 +1,278 @@
+"""The faux provider streams scripted responses exactly as pi's faux provider does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio
+from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
+
+from pitrio.codec import from_wire, to_wire
+from pitrio.providers import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    Context,
+    DoneEvent,
+    ErrorEvent,
+    FauxProvider,
+    FauxState,
+    Model,
+    ProviderRegistry,
+    StreamOptions,
+    TextContent,
+    TextDeltaEvent,
+    faux_assistant_message,
+    faux_text,
+    faux_thinking,
+    faux_tool_call,
+    register_faux_provider,
+    stream_simple,
+)
+
+
+@pytest.fixture
+def registry() -> ProviderRegistry:
+    return ProviderRegistry()
+
+
+@pytest.fixture
+def faux(registry: ProviderRegistry) -> Iterator[FauxProvider]:
+    provider = register_faux_provider(api="faux", token_size=(1, 1), registry=registry)
+    yield provider
+    provider.unregister()
+
+
+def _echo_last_user(
+    context: Context, options: StreamOptions, state: FauxState, model: Model
+) -> AssistantMessage:
+    """The Python twin of capture.mjs's ``echoLastUser`` factory."""
+    last = next(m for m in reversed(context.messages) if m.role == "user")
+    content = last.content
+    text = (
+        content
+        if isinstance(content, str)
+        else "\n".join(b.text for b in content if isinstance(b, TextContent))
+    )
+    return faux_assistant_message(
+        f"echo: {text} (callCount={state.call_count}, model={model.id}, "
+        f"session={options.session_id})",
+        timestamp=1735689600000 + 500,
+    )
+
+
+FACTORIES = {"echoLastUser": _echo_last_user}
+
+
+def _responses(script: dict[str, Any]) -> list[Any]:
+    return [
+        FACTORIES[r["factory"]] if "factory" in r else from_wire(AssistantMessage, r)
+        for r in script["responses"]
+    ]
+
+
+def _options(data: dict[str, Any]) -> StreamOptions:
+    return StreamOptions(
+        session_id=data.get("sessionId"), cache_retention=data.get("cacheRetention")
+    )
+
+
+async def _collect(
+    model: Model, context: Context, options: StreamOptions, registry: ProviderRegistry
+) -> tuple[list[Any], AssistantMessage]:
+    async with stream_simple(model, context, options, registry=registry) as events:
+        collected = [to_wire(event) async for event in events]
+        return collected, await events.result()
+
+
+def _assert_same_stream(pi_lines: list[Any], ours: list[Any], result: AssistantMessage) -> None:
+    *pi_events, pi_result = pi_lines
+    ours = normalise_now(pi_events, ours)
+    assert [e["type"] for e in ours] == [e["type"] for e in pi_events]
+    for index, (mine, theirs) in enumerate(zip(ours, pi_events, strict=True)):
+        assert canonical(mine) == canonical(theirs), f"event {index} ({theirs['type']}) differs"
+    assert canonical(normalise_now(pi_result["result"], to_wire(result))) == canonical(
+        pi_result["result"]
+    )
+
+
+SCRIPTS = [
+    "text",
+    "thinking_text",
+    "two_tool_calls",
+    "error",
+    "empty_queue",
+    "factory",
+    "usage_estimate",
+    "session_cache",
+]
+
+
+@pytest.mark.parametrize("script_name", SCRIPTS)
+async def test_event_sequence_equals_pis(
+    script_name: str, faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """With token_size 1..1 and no speed limit, the events equal pi's faux events one by one."""
+    script = load_json(f"faux_{script_name}.input.json")
+    model = from_wire(Model, script["model"])
+    faux.set_responses(_responses(script))
+    for request in script["requests"]:
+        context = from_wire(Context, request["context"])
+        ours, result = await _collect(model, context, _options(request["options"]), registry)
+        pushed = request["output"].replace(".jsonl", ".pushed.jsonl")
+        _assert_same_stream(load_jsonl(pushed), ours, result)
+    assert faux.state.call_count == script["callCountAfter"]
+    assert faux.pending_count == script["pendingResponsesAfter"]
+
+
+async def test_abort_mid_stream_ends_with_aborted_message(
+    faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """Aborting after the third text delta ends the stream with stopReason "aborted", as pi does."""
+    script = load_json("faux_abort.input.json")
+    pi_events = load_jsonl("faux_abort.pushed.jsonl")[:-1]
+    model = from_wire(Model, script["model"])
+    faux.set_responses(_responses(script))
+    context = from_wire(Context, script["requests"][0]["context"])
+    seen: list[Any] = []
+    deltas = ""
+    async with stream_simple(model, context, registry=registry) as events:
+        async for event in events:
+            seen.append(event)
+            if isinstance(event, TextDeltaEvent):
+                deltas += event.delta
+                if sum(isinstance(e, TextDeltaEvent) for e in seen) == 3:
+                    events.abort()
+        result = await events.result()
+    # pi's consumer lagged its producer by two chunks; ours by at most the chunks already pushed.
+    # Whatever the lag, the shape is pi's: start, text_start, deltas, then error/aborted.
+    assert [e.type for e in seen[:2]] == ["start", "text_start"]
+    assert all(e.type == "text_delta" for e in seen[2:-1])
+    final = seen[-1]
+    assert isinstance(final, ErrorEvent)
+    assert final.reason == "aborted"
+    assert result is final.error
+    assert result.stop_reason == "aborted"
+    assert result.error_message == pi_events[-1]["error"]["errorMessage"] == "Request was aborted"
+    assert result.text() == deltas
+    assert 3 <= len(seen) - 3 < 10
+    assert to_wire(result.usage) == pi_events[-1]["error"]["usage"]
+
+
+async def test_abort_before_start_yields_only_the_error(
+    faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """A stream aborted before it starts emits one aborted error event and nothing else."""
+    faux.set_responses([faux_assistant_message("never sent")])
+    model = faux.get_model()
+    assert model is not None
+    async with stream_simple(model, Context(), registry=registry) as events:
+        events.abort()
+        seen = [event async for event in events]
+    assert [e.type for e in seen] == ["error"]
+    assert seen[0].error.stop_reason == "aborted"
+
+
+async def test_cancelling_the_consumer_stops_the_provider(
+    faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """Leaving the stream block early cancels the producer; no task is left running."""
+    faux.set_responses([faux_assistant_message("x" * 100_000)])
+    model = faux.get_model()
+    assert model is not None
+    with trio.move_on_after(10):
+        async with stream_simple(model, Context(), registry=registry) as events:
+            async for event in events:
+                if event.type == "text_delta":
+                    break
+    # The nursery of `stream_simple` has exited: reaching here means its producer task ended.
+    assert faux.pending_count == 0
+
+
+async def test_factory_error_becomes_error_event(
+    faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """A factory that raises produces an error message carrying the exception's text."""
+
+    def broken(*_: Any) -> AssistantMessage:
+        raise RuntimeError("script exploded")
+
+    faux.set_responses([broken])
+    model = faux.get_model()
+    assert model is not None
+    async with stream_simple(model, Context(), registry=registry) as events:
+        seen = [event async for event in events]
+    assert [e.type for e in seen] == ["error"]
+    assert seen[0].error.error_message == "script exploded"
+    assert seen[0].error.content == ()
+
+
+async def test_async_factory_is_awaited(faux: FauxProvider, registry: ProviderRegistry) -> None:
+    """Response factories may be coroutines."""
+
+    async def later(*_: Any) -> AssistantMessage:
+        await trio.lowlevel.checkpoint()
+        return faux_assistant_message("from a coroutine")
+
+    faux.set_responses([later])
+    model = faux.get_model()
+    assert model is not None
+    async with stream_simple(model, Context(), registry=registry) as events:
+        async for _ in events:
+            pass
+        assert (await events.result()).text() == "from a coroutine"
+
+
+async def test_tokens_per_second_paces_the_stream(
+    autojump_clock: trio.testing.MockClock, registry: ProviderRegistry
+) -> None:
+    """At 50 tokens/s a 4-character chunk arrives every 20 ms (virtual time)."""
+    faux = register_faux_provider(
+        api="paced", token_size=(1, 1), tokens_per_second=50, registry=registry
+    )
+    faux.set_responses([faux_assistant_message("a" * 40)])
+    model = faux.get_model()
+    assert model is not None
+    start = trio.current_time()
+    async with stream_simple(model, Context(), registry=registry) as events:
+        async for _ in events:
+            pass
+    assert trio.current_time() - start == pytest.approx(10 * 0.020)
+
+
+def test_helpers_build_pi_shaped_messages() -> None:
+    """faux_text/faux_thinking/faux_tool_call/faux_assistant_message match pi's helpers."""
+    sample = load_json("wire_samples.json")["assistant_message_faux_helper"]
+    message = faux_assistant_message(
+        sample["content"][0]["text"],
+        response_id=sample["responseId"],
+        timestamp=sample["timestamp"],
+    )
+    assert canonical(to_wire(message)) == canonical(sample)
+    call = faux_tool_call("read", {"path": "a"})
+    assert call.id.startswith("tool:")
+    assert to_wire(faux_thinking("hm")) == {"type": "thinking", "thinking": "hm"}
+    assert to_wire(faux_text("hi")) == {"type": "text", "text": "hi"}
+
+
+async def test_random_token_sizes_cover_the_text(registry: ProviderRegistry) -> None:
+    """With pi's default 3..5 token chunks, every chunk is 12-20 chars and they join to the text."""
+    faux = register_faux_provider(api="default", registry=registry, seed=7)
+    text = "lorem ipsum " * 50
+    faux.set_responses([faux_assistant_message([faux_thinking("t" * 30), faux_text(text)])])
+    model = faux.get_model()
+    assert model is not None
+    async with stream_simple(model, Context(), registry=registry) as events:
+        deltas = [e.delta async for e in events if isinstance(e, TextDeltaEvent)]
+        result = await events.result()
+    assert "".join(deltas) == text == result.text()
+    assert all(12 <= len(d) <= 20 for d in deltas[:-1])
+    assert isinstance(result, AssistantMessage)
+    assert not isinstance(result, DoneEvent)
+
+
+def test_pi_now_constant_is_documented() -> None:
+    """The Date.now() stand-in the capture used is the one these tests normalise."""
+    assert PI_NOW == 1767225600000
+    assert AssistantMessageEvent is not None
