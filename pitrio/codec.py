@@ -241,11 +241,14 @@ def register_tagged_union(
         union: the union type (``A | B | C``) as used in annotations; decoding a value annotated
             with it dispatches on ``tag``. Registering the same union again replaces it.
         tag: the discriminating key (``"type"`` or ``"role"``).
-        members: tag value -> class, or classes whose ``tag`` attribute has a default.
+        members: tag value -> class, or classes whose ``tag`` attribute has a default. A ``dict``
+            is used live, so members added to it later are decoded too.
         fallback: called with the raw object when the tag is unknown (forward compatibility);
             without one, an unknown tag raises :class:`WireFormatError`.
     """
-    if isinstance(members, Mapping):
+    if isinstance(members, dict):
+        table = members  # live: the owner may add members later
+    elif isinstance(members, Mapping):
         table = dict(members)
     else:
         table = {}

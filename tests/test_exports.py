@@ -7,7 +7,14 @@ import types
 
 import pytest
 
-PACKAGES = ["pitrio.channels", "pitrio.providers", "pitrio.codec", "pitrio.cli"]
+PACKAGES = [
+    "pitrio.actors",
+    "pitrio.channels",
+    "pitrio.cli",
+    "pitrio.codec",
+    "pitrio.providers",
+    "pitrio.tools",
+]
 
 
 def _ruff_sort_key(name: str) -> tuple[int, str]:
@@ -42,7 +49,9 @@ def test_all_is_complete(package: str) -> None:
     assert all(hasattr(module, name) for name in module.__all__)
 
 
-@pytest.mark.parametrize("package", ["pitrio.channels", "pitrio.providers"])
+@pytest.mark.parametrize(
+    "package", ["pitrio.actors", "pitrio.channels", "pitrio.providers", "pitrio.tools"]
+)
 def test_public_classes_report_their_public_path(package: str) -> None:
     """Public classes say they live in the public package, not in an underscore module."""
     module = importlib.import_module(package)

@@ -1,0 +1,588 @@
+"""The ``Agent`` facade (seed 002 s.1.1-1.6): state, queues, runs and the event bus.
+
+::
+
+    async with open_agent(model=model, tools=[...]) as agent:
+        agent.subscribe(print)
+        await agent.prompt("Hello")
+
+The Agent owns a nursery (from :func:`open_agent`, or the caller's via :meth:`Agent.run`) in
+which each run's LoopController executes; the LoopController starts a ProviderStream per LLM
+call and a ToolRunner per tool batch in nurseries of its own. Steering and follow-up messages
+wait in two bounded :class:`~pitrio.channels.Mailbox`\\ es; events go out through a
+:class:`~pitrio.channels.Broadcast` to callbacks (awaited in order, as pi awaits listeners) and
+bounded async-iterator subscriptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final, NoReturn, Self
+
+import attrs
+import structlog
+import trio
+
+from pitrio._exceptions import UsageError
+from pitrio.actors._events import (
+    AgentEndEvent,
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    TurnEndEvent,
+)
+from pitrio.actors._loop import (
+    ConvertToLlm,
+    GetApiKey,
+    LoopConfig,
+    LoopController,
+    ShouldStopAfterTurn,
+    StreamFn,
+    TransformContext,
+)
+from pitrio.actors._messages import (
+    AgentMessage,
+    ExtensionMessage,
+    StreamingMessage,
+    default_convert_to_llm,
+)
+from pitrio.actors._tool_runner import AfterToolCall, BeforeToolCall, ToolExecution
+from pitrio.channels import (
+    SUBSCRIPTION_BUFFER,
+    Broadcast,
+    Mailbox,
+    MailboxMode,
+    SlowSubscriberPolicy,
+    Subscription,
+    open_body_nursery,
+)
+from pitrio.providers import (
+    EMPTY_USAGE,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    ModelThinkingLevel,
+    ProviderRegistry,
+    StreamOptions,
+    TextContent,
+    ThinkingBudgets,
+    Tool,
+    ToolResultMessage,
+    UserMessage,
+    start_stream,
+)
+from pitrio.providers._stream import now_ms
+from pitrio.tools import AgentTool
+
+log = structlog.get_logger(__name__)
+
+STEERING_BUFFER: Final = 64
+"""Steering messages that may wait for the next turn; a UI that queues more gets MailboxFull."""
+FOLLOW_UP_BUFFER: Final = 64
+"""Follow-up messages that may wait for the end of the run."""
+CLOSE_GRACE: Final = 5.0
+"""Seconds an aborted run gets to emit its last events when the agent closes."""
+
+ALREADY_PROCESSING: Final = (
+    "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
+    "or wait for completion."
+)
+ALREADY_PROCESSING_CONTINUE: Final = (
+    "Agent is already processing. Wait for completion before continuing."
+)
+NO_MODEL: Final = "No model configured"
+NO_MESSAGES_TO_CONTINUE: Final = "No messages to continue from"
+FROM_ASSISTANT: Final = "Cannot continue from message role: assistant"
+
+Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
+
+
+@attrs.frozen
+class _Run:
+    controller: LoopController
+    done: trio.Event
+
+
+class Agent:
+    """A stateful agent: transcript, tool loop, steering and follow-up queues, abort, events.
+
+    Construct it, then run it under a nursery: ``async with open_agent(...)`` or
+    ``await nursery.start(agent.run)``. The mutators and queue methods are synchronous and may
+    be called at any time; :meth:`prompt` and :meth:`continue_` need the agent running.
+
+    Args:
+        model: the model to call (required before the first prompt).
+        system_prompt, thinking_level, tools, messages: the initial state.
+        convert_to_llm: AgentMessage list -> pi-ai messages, before every LLM call (default:
+            keep user, assistant and tool-result messages).
+        transform_context: AgentMessage list -> AgentMessage list, before ``convert_to_llm``.
+        get_api_key: provider name -> API key, asked before every LLM call (expiring tokens).
+        stream_fn: starts an LLM call (default: :func:`pitrio.providers.start_stream`).
+        session_id, thinking_budgets, max_retry_delay_ms, transport, on_payload: passed to the
+            provider with every call.
+        steering_mode, follow_up_mode: ``"one-at-a-time"`` (default) or ``"all"``.
+        tool_execution: ``"sequential"`` (default, seed s.6.1) or ``"parallel"`` (pi 0.73.1:
+            preflight in order, execute concurrently, results in source order).
+        steering_skips_tools: a steering message queued while a tool runs skips the batch's
+            remaining calls (default, seed s.6.5); ``False`` runs them all (pi 0.73.1).
+        before_tool_call, after_tool_call, should_stop_after_turn: pi 0.73.1's hooks.
+        registry: the provider registry for the default ``stream_fn``.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model | None = None,
+        system_prompt: str = "",
+        thinking_level: ModelThinkingLevel = "off",
+        tools: Iterable[AgentTool] = (),
+        messages: Iterable[AgentMessage] = (),
+        convert_to_llm: ConvertToLlm | None = None,
+        transform_context: TransformContext | None = None,
+        get_api_key: GetApiKey | None = None,
+        stream_fn: StreamFn | None = None,
+        session_id: str | None = None,
+        thinking_budgets: ThinkingBudgets | None = None,
+        max_retry_delay_ms: int | None = None,
+        transport: Any = None,
+        on_payload: Any = None,
+        steering_mode: MailboxMode = "one-at-a-time",
+        follow_up_mode: MailboxMode = "one-at-a-time",
+        tool_execution: ToolExecution = "sequential",
+        steering_skips_tools: bool = True,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+        should_stop_after_turn: ShouldStopAfterTurn | None = None,
+        registry: ProviderRegistry | None = None,
+    ) -> None:
+        self._model = model
+        self._system_prompt = system_prompt
+        self._thinking_level: ModelThinkingLevel = thinking_level
+        self._tools: list[AgentTool] = []
+        self._provider_tools: tuple[Tool, ...] = ()
+        self.set_tools(tools)
+        self._messages: list[AgentMessage] = list(messages)
+        self.convert_to_llm: ConvertToLlm = convert_to_llm or default_convert_to_llm
+        self.transform_context = transform_context
+        self.get_api_key = get_api_key
+        if stream_fn is None:
+
+            def stream_fn(nursery: trio.Nursery, model: Model, context: Any, options: Any) -> Any:
+                return start_stream(nursery, model, context, options, registry=registry)
+
+        self.stream_fn: StreamFn = stream_fn
+        self.session_id = session_id
+        self.thinking_budgets = thinking_budgets
+        self.max_retry_delay_ms = max_retry_delay_ms
+        self.transport = transport
+        self.on_payload = on_payload
+        self.tool_execution: ToolExecution = tool_execution
+        self.steering_skips_tools = steering_skips_tools
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.should_stop_after_turn = should_stop_after_turn
+        self._steering: Mailbox[AgentMessage] = Mailbox(steering_mode, max_size=STEERING_BUFFER)
+        self._follow_up: Mailbox[AgentMessage] = Mailbox(follow_up_mode, max_size=FOLLOW_UP_BUFFER)
+        self._bus: Broadcast[AgentEvent] = Broadcast()
+        self._run: _Run | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closed = False
+        self._stream_message: StreamingMessage | None = None
+        self._pending_tool_calls: frozenset[str] = frozenset()
+        self._error: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[Self] = trio.TASK_STATUS_IGNORED
+    ) -> NoReturn:
+        """Serve the agent until cancelled: ``agent = await nursery.start(agent.run)``."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started(self)
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            self._closed = True
+            self._bus.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @property
+    def state(self) -> AgentStateView:
+        """A read-only view of the current state."""
+        return AgentStateView(self)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def model(self) -> Model | None:
+        return self._model
+
+    @property
+    def system_prompt(self) -> str:
+        return self._system_prompt
+
+    @property
+    def thinking_level(self) -> ModelThinkingLevel:
+        return self._thinking_level
+
+    @property
+    def tools(self) -> tuple[AgentTool, ...]:
+        return tuple(self._tools)
+
+    @property
+    def messages(self) -> tuple[AgentMessage, ...]:
+        """The transcript (a snapshot; use the mutators to change it)."""
+        return tuple(self._messages)
+
+    @property
+    def is_streaming(self) -> bool:
+        """Whether a run is in progress."""
+        return self._run is not None
+
+    @property
+    def stream_message(self) -> StreamingMessage | None:
+        """The message being streamed right now, if any."""
+        return self._stream_message
+
+    @property
+    def pending_tool_calls(self) -> frozenset[str]:
+        """Ids of the tool calls that started and have not ended."""
+        return self._pending_tool_calls
+
+    @property
+    def error(self) -> str | None:
+        """The error message of the last run's failed turn, if any."""
+        return self._error
+
+    @property
+    def steering_mode(self) -> MailboxMode:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: MailboxMode) -> None:
+        self._steering.mode = mode
+
+    @property
+    def follow_up_mode(self) -> MailboxMode:
+        return self._follow_up.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: MailboxMode) -> None:
+        self._follow_up.mode = mode
+
+    def set_system_prompt(self, prompt: str) -> None:
+        self._system_prompt = prompt
+
+    def set_model(self, model: Model) -> None:
+        self._model = model
+
+    def set_thinking_level(self, level: ModelThinkingLevel) -> None:
+        self._thinking_level = level
+
+    def set_tools(self, tools: Iterable[AgentTool]) -> None:
+        self._tools = list(tools)
+        # What the provider sees. pi hands the provider its AgentTool objects, so their label
+        # travels along (it shows in the faux usage estimate); the codec keeps it in `extra`.
+        self._provider_tools = tuple(
+            attrs.evolve(tool.to_tool(), extra={"label": tool.label}) for tool in self._tools
+        )
+
+    def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
+        self._messages = list(messages)
+
+    def append_message(self, message: AgentMessage) -> None:
+        self._messages.append(message)
+
+    def clear_messages(self) -> None:
+        self._messages = []
+
+    def reset(self) -> None:
+        """Clear the transcript, runtime state and both queues."""
+        self._messages = []
+        self._stream_message = None
+        self._pending_tool_calls = frozenset()
+        self._error = None
+        self._steering.clear()
+        self._follow_up.clear()
+
+    # ------------------------------------------------------------------ queues
+
+    def steer(self, message: AgentMessage) -> None:
+        """Queue a message for the next turn; a running tool batch skips its unstarted calls.
+
+        Raises:
+            MailboxFull: ``STEERING_BUFFER`` messages are already waiting.
+        """
+        self._steering.put_nowait(message)
+
+    def follow_up(self, message: AgentMessage) -> None:
+        """Queue a message to run once the agent would otherwise stop.
+
+        Raises:
+            MailboxFull: ``FOLLOW_UP_BUFFER`` messages are already waiting.
+        """
+        self._follow_up.put_nowait(message)
+
+    def clear_steering_queue(self) -> None:
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_up.clear()
+
+    def clear_all_queues(self) -> None:
+        self._steering.clear()
+        self._follow_up.clear()
+
+    def has_queued_messages(self) -> bool:
+        return self._steering.has_items or self._follow_up.has_items
+
+    # ------------------------------------------------------------------ events
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event, in order; returns an unsubscribe function.
+
+        Async callbacks are awaited before the next event (pi awaits its listeners). A callback
+        that raises is logged and skipped; it never stops the agent.
+        """
+        return self._bus.subscribe(callback)
+
+    @asynccontextmanager
+    async def events(
+        self, *, max_buffer: int = SUBSCRIPTION_BUFFER, policy: SlowSubscriberPolicy = "block"
+    ) -> AsyncIterator[Subscription[AgentEvent]]:
+        """Open a bounded async iterator of events (``async with agent.events() as events``).
+
+        With the default ``"block"`` policy a slow reader slows the agent; ``"drop_oldest"`` or
+        ``"drop_newest"`` never hold it back; ``"error"`` breaks the subscription instead.
+        """
+        async with self._bus.open_subscription(max_buffer=max_buffer, policy=policy) as sub:
+            yield sub
+
+    async def _emit(self, event: AgentEvent) -> None:
+        # Reduce state first (pi's processEvents), then deliver.
+        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
+            self._stream_message = event.message
+        elif isinstance(event, MessageEndEvent):
+            self._stream_message = None
+            self._messages.append(event.message)
+        elif isinstance(event, ToolExecutionStartEvent):
+            self._pending_tool_calls = self._pending_tool_calls | {event.tool_call_id}
+        elif isinstance(event, ToolExecutionEndEvent):
+            self._pending_tool_calls = self._pending_tool_calls - {event.tool_call_id}
+        elif isinstance(event, TurnEndEvent):
+            message = event.message
+            if isinstance(message, AssistantMessage) and message.error_message:
+                self._error = message.error_message
+        elif isinstance(event, AgentEndEvent):
+            self._stream_message = None
+        await self._bus.publish(event)
+
+    # ------------------------------------------------------------------ runs
+
+    async def prompt(
+        self,
+        message: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> None:
+        """Run the agent on a new prompt; returns when the run (and its listeners) finished.
+
+        Raises:
+            UsageError: a run is in progress, or no model is configured.
+        """
+        if self._run is not None:
+            raise UsageError(ALREADY_PROCESSING)
+        if isinstance(message, str):
+            content: list[TextContent | ImageContent] = [TextContent(text=message)]
+            content.extend(images or ())
+            prompts: list[AgentMessage] = [UserMessage(content=content, timestamp=now_ms())]
+        elif isinstance(
+            message, UserMessage | AssistantMessage | ToolResultMessage | ExtensionMessage
+        ):
+            prompts = [message]
+        else:
+            prompts = list(message)
+        await self._execute(prompts, skip_initial_steering_poll=False)
+
+    async def continue_(self) -> None:
+        """Continue from the transcript (retries, queued messages).
+
+        If the last message is the assistant's, queued steering (else follow-up) messages start
+        the run; otherwise it continues from the last user or tool-result message.
+
+        Raises:
+            UsageError: a run is in progress, the transcript is empty, or it ends with an
+                assistant message and nothing is queued.
+        """
+        if self._run is not None:
+            raise UsageError(ALREADY_PROCESSING_CONTINUE)
+        if not self._messages:
+            raise UsageError(NO_MESSAGES_TO_CONTINUE)
+        if isinstance(self._messages[-1], AssistantMessage):
+            steering = self._steering.drain()
+            if steering:
+                await self._execute(steering, skip_initial_steering_poll=True)
+                return
+            follow_ups = self._follow_up.drain()
+            if follow_ups:
+                await self._execute(follow_ups, skip_initial_steering_poll=False)
+                return
+            raise UsageError(FROM_ASSISTANT)
+        await self._execute(None, skip_initial_steering_poll=False)
+
+    def abort(self) -> None:
+        """Abort the current run, if any: the LLM call ends ``"aborted"``, tools are cancelled,
+        ``turn_end`` and ``agent_end`` are still emitted."""
+        if self._run is not None:
+            self._run.controller.abort()
+
+    async def wait_for_idle(self) -> None:
+        """Return when no run is in progress (after ``agent_end`` listeners finished)."""
+        run = self._run
+        if run is not None:
+            await run.done.wait()
+        else:
+            await trio.lowlevel.checkpoint()
+
+    def _config(self, *, skip_initial_steering_poll: bool) -> LoopConfig:
+        model = self._model
+        if model is None:
+            raise UsageError(NO_MODEL)
+        level = self._thinking_level
+        return LoopConfig(
+            model=model,
+            system_prompt=self._system_prompt,
+            tools=tuple(self._tools),
+            provider_tools=self._provider_tools or None,
+            stream_fn=self.stream_fn,
+            options=StreamOptions(
+                reasoning=None if level == "off" else level,
+                session_id=self.session_id,
+                thinking_budgets=self.thinking_budgets,
+                max_retry_delay_ms=self.max_retry_delay_ms,
+                transport=self.transport,
+                on_payload=self.on_payload,
+            ),
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            get_api_key=self.get_api_key,
+            steering=self._steering,
+            follow_up=self._follow_up,
+            skip_initial_steering_poll=skip_initial_steering_poll,
+            tool_execution=self.tool_execution,
+            steering_skips_tools=self.steering_skips_tools,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            should_stop_after_turn=self.should_stop_after_turn,
+        )
+
+    async def _execute(
+        self, prompts: list[AgentMessage] | None, *, skip_initial_steering_poll: bool
+    ) -> None:
+        nursery = self._nursery
+        if nursery is None:
+            raise UsageError(
+                "Agent is not running: use `async with open_agent(...)` or "
+                "`await nursery.start(agent.run)` first"
+                if not self._closed
+                else "Agent is closed"
+            )
+        config = self._config(skip_initial_steering_poll=skip_initial_steering_poll)
+        controller = LoopController(config, self._messages, self._emit)
+        run = _Run(controller, trio.Event())
+        self._run = run
+        self._stream_message = None
+        self._error = None
+        nursery.start_soon(self._drive, run, prompts)
+        try:
+            await run.done.wait()
+        except trio.Cancelled:
+            # The caller gave up waiting: abort the run, which winds down in our nursery.
+            controller.abort()
+            raise
+
+    async def _drive(self, run: _Run, prompts: list[AgentMessage] | None) -> None:
+        controller = run.controller
+        try:
+            await controller.run(prompts)
+        except Exception as exc:
+            await self._fail_run(exc, aborted=controller.aborted)
+        finally:
+            self._stream_message = None
+            self._pending_tool_calls = frozenset()
+            self._run = None
+            run.done.set()
+
+    async def _fail_run(self, exc: Exception, *, aborted: bool) -> None:
+        # pi's handleRunFailure: a synthetic assistant message closes the transcript.
+        log.warning("agent_run_failed", error=str(exc), exc_info=exc)
+        model = self._model
+        failure = AssistantMessage(
+            content=[TextContent(text="")],
+            api=model.api if model else "unknown",
+            provider=model.provider if model else "unknown",
+            model=model.id if model else "unknown",
+            usage=EMPTY_USAGE,
+            stop_reason="aborted" if aborted else "error",
+            error_message=str(exc) or type(exc).__name__,
+            timestamp=now_ms(),
+        )
+        self._messages.append(failure)
+        self._error = failure.error_message
+        await self._emit(AgentEndEvent(messages=[failure]))
+
+    async def aclose(self) -> None:
+        """Abort any run and stop serving (the owner's nursery then cancels ``run``)."""
+        self._closed = True
+        self.abort()
+        with trio.move_on_after(CLOSE_GRACE, shield=True):
+            await self.wait_for_idle()
+
+
+@attrs.frozen
+class AgentStateView:
+    """pi's ``agent.state``: a read-only view of an Agent's state."""
+
+    _agent: Agent
+
+    @property
+    def messages(self) -> tuple[AgentMessage, ...]:
+        return self._agent.messages
+
+    @property
+    def is_streaming(self) -> bool:
+        return self._agent.is_streaming
+
+    @property
+    def stream_message(self) -> StreamingMessage | None:
+        return self._agent.stream_message
+
+    @property
+    def pending_tool_calls(self) -> frozenset[str]:
+        return self._agent.pending_tool_calls
+
+    @property
+    def error(self) -> str | None:
+        return self._agent.error
+
+
+@asynccontextmanager
+async def open_agent(**options: Any) -> AsyncIterator[Agent]:
+    """Create an :class:`Agent` (keyword arguments as its constructor) and serve it.
+
+    Leaving the block aborts a run in progress (it gets ``CLOSE_GRACE`` seconds to emit its
+    last events) and stops every task the agent started.
+    """
+    agent = Agent(**options)
+    async with open_body_nursery() as nursery:
+        await nursery.start(agent.run)
+        try:
+            yield agent
+        finally:
+            await agent.aclose()
+            nursery.cancel_scope.cancel()
