@@ -9,80 +9,78 @@ a summary with the throughput ratio between the smallest and the largest answer 
     python bench/stream_throughput.py                      # 10 KB, 100 KB, 250 KB, 1 MB
     python bench/stream_throughput.py --chars 1000000 --yield-every 0
 
-``--mode provider`` drains ``stream_simple`` directly (pi's ``--mode=provider``).
+``--mode agent`` (default) runs one Agent prompt and counts ``message_update`` text deltas in a
+subscriber; ``--mode provider`` drains ``stream_simple`` directly (pi's ``--mode=provider``).
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-import resource
 import sys
 import time
 from typing import Any
 
-import orjson
 import trio
 
+from _common import emit, env, make_text, peak_rss_mb, setup_faux
+from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
 from pitrio.providers import (
     Context,
-    ProviderRegistry,
     TextDeltaEvent,
     UserMessage,
     faux_assistant_message,
-    register_faux_provider,
     stream_simple,
 )
 
-WORDS = (
-    "the agent calls a tool and streams tokens back to user while context grows with each turn "
-    "model reply text"
-).split(" ")
+SYSTEM_PROMPT = "You are a benchmark agent."
+PROMPT = "Write a very long answer."
 DEFAULT_SIZES = (10_000, 100_000, 250_000, 1_000_000)
 
-
-def make_text(n: int, seed: int = 12345) -> str:
-    """pi's ``makeText``: LCG-chosen words joined by spaces, cut to exactly ``n`` characters."""
-    s = seed
-    parts: list[str] = []
-    length = -1
-    while length < n:
-        s = (s * 1103515245 + 12345) % 2**32
-        word = WORDS[(s >> 16) % 20]
-        parts.append(word)
-        length += len(word) + 1
-    return " ".join(parts)[:n]
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-async def run_provider(n_chars: int, text: str, yield_every: int) -> dict[str, Any]:
-    registry = ProviderRegistry()
-    faux = register_faux_provider(
-        api="faux", token_size=(1, 1), yield_every=yield_every, registry=registry
-    )
+async def run_once(mode: str, n_chars: int, text: str, yield_every: int) -> dict[str, Any]:
+    faux, registry = setup_faux(yield_every=yield_every)
     model = faux.get_model()
     assert model is not None
     faux.set_responses([faux_assistant_message(text[:n_chars])])
-    context = Context(
-        system_prompt="You are a benchmark agent.",
-        messages=[UserMessage(content="Write a very long answer.", timestamp=0)],
-    )
     events = deltas = size = 0
     first_delta = 0.0
-    t0 = time.perf_counter()
-    async with stream_simple(model, context, registry=registry) as stream:
-        async for event in stream:
+
+    def on_delta(delta: str) -> None:
+        nonlocal deltas, size, first_delta
+        if deltas == 0:
+            first_delta = time.perf_counter()
+        deltas += 1
+        size += len(delta.encode())
+
+    if mode == "provider":
+        context = Context(
+            system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=PROMPT, timestamp=0)]
+        )
+        t0 = time.perf_counter()
+        async with stream_simple(model, context, registry=registry) as stream:
+            async for event in stream:
+                events += 1
+                if type(event) is TextDeltaEvent:
+                    on_delta(event.delta)
+            final = await stream.result()
+        wall = time.perf_counter() - t0
+    else:
+
+        def listener(event: AgentEvent) -> None:
+            nonlocal events
             events += 1
-            if type(event) is TextDeltaEvent:
-                if deltas == 0:
-                    first_delta = time.perf_counter()
-                deltas += 1
-                size += len(event.delta.encode())
-        final = await stream.result()
-    wall = time.perf_counter() - t0
+            if type(event) is MessageUpdateEvent:
+                inner = event.assistant_message_event
+                if type(inner) is TextDeltaEvent:
+                    on_delta(inner.delta)
+
+        async with open_agent(
+            model=model, registry=registry, system_prompt=SYSTEM_PROMPT
+        ) as agent:
+            agent.subscribe(listener)
+            t0 = time.perf_counter()
+            await agent.prompt(PROMPT)
+            wall = time.perf_counter() - t0
+            final = agent.messages[-1]
     return {
         "wall_s": round(wall, 4),
         "events": events,
@@ -93,14 +91,14 @@ async def run_provider(n_chars: int, text: str, yield_every: int) -> dict[str, A
         "mb_per_s": round(size / 2**20 / wall, 3),
         "us_per_delta": round(wall * 1e6 / deltas, 3),
         "time_to_first_delta_ms": round((first_delta - t0) * 1000, 2),
-        "final_text_length_ok": len(final.text()) == n_chars,
+        "final_text_length_ok": len(final.text()) == n_chars,  # type: ignore[union-attr]
     }
 
 
 async def main_async(args: argparse.Namespace) -> None:
     sizes = args.chars or list(DEFAULT_SIZES)
     text = make_text(max(sizes))
-    await run_provider(20_000, text, args.yield_every)  # warm-up
+    await run_once(args.mode, 20_000, text, args.yield_every)  # warm-up
     results = []
     for n in sizes:
         result = {
@@ -109,12 +107,12 @@ async def main_async(args: argparse.Namespace) -> None:
             "chars": n,
             "chars_per_delta": 4,
             "yield_every": args.yield_every,
-            **await run_provider(n, text, args.yield_every),
+            **await run_once(args.mode, n, text, args.yield_every),
             "peak_rss_mb": round(peak_rss_mb(), 1),
-            "env": {"python": platform.python_version(), "trio": trio.__version__},
+            "env": env(),
         }
         results.append(result)
-        print(orjson.dumps(result).decode(), flush=True)
+        emit(result)
     rates = [r["text_deltas_per_s"] for r in results]
     summary = {
         "scenario": "stream_throughput",
@@ -123,13 +121,13 @@ async def main_async(args: argparse.Namespace) -> None:
         "text_deltas_per_s": rates,
         "largest_over_smallest": round(rates[-1] / rates[0], 3),
     }
-    print(orjson.dumps(summary).decode(), flush=True)
+    emit(summary)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chars", type=int, action="append", help="answer size (repeatable)")
-    parser.add_argument("--mode", choices=["provider"], default="provider")
+    parser.add_argument("--mode", choices=["agent", "provider"], default="agent")
     parser.add_argument(
         "--yield-every",
         type=int,

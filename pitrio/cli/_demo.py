@@ -1,7 +1,8 @@
-"""``pitrio demo``: a scripted conversation on the faux provider, streamed to the terminal.
+"""``pitrio demo``: a scripted agent conversation on the faux provider, streamed to the terminal.
 
-It needs no API key and no network: the faux provider plays the model. The model answers the
-question with a tool call, the tool runs, and the model streams its final answer.
+It needs no API key and no network: the faux provider plays the model. An Agent runs the loop:
+the model answers the question with a tool call, the tool runs, and the model streams its final
+answer. ``--json`` prints every AgentEvent as pi's JSON instead.
 """
 
 from __future__ import annotations
@@ -11,47 +12,50 @@ from typing import Any, TextIO
 
 import trio
 
+from pitrio.actors import AgentEvent, MessageUpdateEvent, ToolExecutionEndEvent, open_agent
 from pitrio.codec import dumps
 from pitrio.providers import (
     AssistantMessage,
     Context,
     DoneEvent,
     ErrorEvent,
-    Message,
+    ProviderRegistry,
     TextContent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ThinkingStartEvent,
-    Tool,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
     ToolResultMessage,
-    UserMessage,
     faux_assistant_message,
     faux_text,
     faux_thinking,
     faux_tool_call,
     register_faux_provider,
-    stream_simple,
 )
-from pitrio.providers._stream import now_ms
+from pitrio.tools import FunctionTool
 
 QUESTION = "What is the weather like in Lisbon right now?"
-WEATHER_TOOL = Tool(
+
+
+async def get_weather(call_id: str, params: dict[str, Any], on_update: Any) -> str:
+    """The demo's tool: a fixed forecast."""
+    await trio.sleep(0.2)
+    return f"{params['city']}: 21 °C, clear sky, light wind from the north-west."
+
+
+WEATHER_TOOL = FunctionTool(
     name="get_weather",
+    label="Weather",
     description="Current weather for a city.",
     parameters={
         "type": "object",
         "properties": {"city": {"type": "string"}},
         "required": ["city"],
     },
+    fn=get_weather,
 )
-
-
-def get_weather(city: str) -> str:
-    """The demo's tool: a fixed forecast."""
-    return f"{city}: 21 °C, clear sky, light wind from the north-west."
 
 
 def _script(context: Context, *_: Any) -> AssistantMessage:
@@ -74,50 +78,58 @@ def _script(context: Context, *_: Any) -> AssistantMessage:
 
 
 async def _converse(out: TextIO, *, speed: float, json_mode: bool) -> int:
+    registry = ProviderRegistry()
     faux = register_faux_provider(
-        api="faux", tokens_per_second=speed if speed > 0 else None, token_size=(1, 2)
+        api="faux",
+        tokens_per_second=speed if speed > 0 else None,
+        token_size=(1, 2),
+        registry=registry,
     )
-    try:
-        model = faux.get_model()
-        assert model is not None
-        faux.set_responses([_script, _script])
-        messages: list[Message] = [UserMessage(content=QUESTION, timestamp=now_ms())]
+    faux.set_responses([_script, _script])
+
+    reader_gone = False
+
+    def on_event(event: AgentEvent) -> None:
+        nonlocal reader_gone
+        if reader_gone:
+            return
+        try:
+            _print_event(event)
+        except BrokenPipeError:
+            # The reader went away (`pitrio demo --json | head`): stop the run quietly.
+            reader_gone = True
+            agent.abort()
+
+    def _print_event(event: AgentEvent) -> None:
+        if json_mode:
+            out.write(dumps(event).decode() + "\n")
+            return
+        match event:
+            case MessageUpdateEvent(assistant_message_event=inner):
+                _render(out, inner)
+            case ToolExecutionEndEvent(tool_name=name, result=result):
+                text = "".join(b.text for b in result.content if isinstance(b, TextContent))
+                out.write(f"\ntool> {name} -> {text}\n")
+            case _:
+                pass
+        out.flush()
+
+    async with open_agent(
+        model=faux.get_model(),
+        registry=registry,
+        system_prompt="You are a helpful assistant.",
+        tools=[WEATHER_TOOL],
+    ) as agent:
+        agent.subscribe(on_event)
         if not json_mode:
             out.write(f"user> {QUESTION}\n")
-        while True:
-            context = Context(
-                system_prompt="You are a helpful assistant.",
-                messages=messages,
-                tools=[WEATHER_TOOL],
-            )
-            async with stream_simple(model, context) as events:
-                async for event in events:
-                    if json_mode:
-                        out.write(dumps(event).decode() + "\n")
-                        continue
-                    _render(out, event)
-                    out.flush()
-                reply = await events.result()
-            messages.append(reply)
-            if reply.stop_reason != "toolUse":
-                if not json_mode:
-                    out.write("\n")
-                return 0 if reply.stop_reason == "stop" else 1
-            for call in reply.tool_calls():
-                text = get_weather(**call.arguments)
-                if not json_mode:
-                    out.write(f"\ntool> {call.name} -> {text}\n")
-                messages.append(
-                    ToolResultMessage(
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        content=[TextContent(text=text)],
-                        is_error=False,
-                        timestamp=now_ms(),
-                    )
-                )
-    finally:
-        faux.unregister()
+        await agent.prompt(QUESTION)
+    if reader_gone:
+        return 0
+    if not json_mode:
+        out.write("\n")
+    last = agent.messages[-1]
+    return 0 if isinstance(last, AssistantMessage) and last.stop_reason == "stop" else 1
 
 
 def _render(out: TextIO, event: object) -> None:
@@ -133,9 +145,7 @@ def _render(out: TextIO, event: object) -> None:
         case ToolCallEndEvent(tool_call=call):
             out.write(f"  [{call.name}]")
         case DoneEvent() | ErrorEvent():
-            message = event.message if isinstance(event, DoneEvent) else event.error
-            if message.error_message:
-                out.write(f"\nerror: {message.error_message}")
+            pass
         case _:
             if getattr(event, "type", None) == "text_start":
                 out.write("\nassistant> ")

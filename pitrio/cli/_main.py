@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+
+import structlog
 
 import pitrio
 
@@ -35,12 +38,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging() -> None:
+    # The library never configures structlog; the command does: logs go to stderr so that
+    # stdout carries only the conversation (or JSON events).
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pitrio`` command; returns the process exit status."""
     args = _parser().parse_args(argv)
-    if args.command == "demo":
-        from pitrio.cli._demo import run_demo
+    _configure_logging()
+    try:
+        if args.command == "demo":
+            from pitrio.cli._demo import run_demo
 
-        return run_demo(speed=args.speed, json_mode=args.json)
+            return run_demo(speed=args.speed, json_mode=args.json)
+    except BrokenPipeError:
+        # The reader went away (`pitrio demo --json | head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     _parser().print_help(sys.stderr)
     return 2

@@ -1,0 +1,186 @@
+"""Scenario 1, ``loop_overhead``: agent-loop cost per turn (mirrors
+../shared/bench/pi/scenarios/loop_overhead.mjs).
+
+One Agent with the ``echo`` tool on the faux provider at unlimited speed; each prompt is two
+turns (an echo tool call, then a 200-token answer = 800 characters). 100 warm-up prompts, then
+``--prompts`` (2,000) strictly sequential prompts, timed one by one. Prints one JSON line.
+
+Modes: ``reset`` (headline: ``agent.reset()`` before every prompt, constant context),
+``accumulate`` (history grows), ``provider`` (no Agent: the same two requests per prompt sent
+straight to ``stream_simple``; the cost of the faux provider alone).
+
+    python bench/loop_overhead.py --mode reset --prompts 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import trio
+
+from _common import emit, env, echo_tool, make_text, percentile, setup_faux, tool_then_text
+from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
+from pitrio.providers import (
+    Context,
+    TextContent,
+    TextDeltaEvent,
+    ToolResultMessage,
+    UserMessage,
+    stream_simple,
+)
+from pitrio.providers._stream import now_ms
+
+SYSTEM_PROMPT = "You are a benchmark agent. Call the echo tool, then answer."
+FINAL_TEXT_CHARS = 800
+
+
+async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
+    faux, registry = setup_faux(yield_every=args.yield_every)
+    respond = tool_then_text(make_text(FINAL_TEXT_CHARS))
+    counts = {"events": 0, "text_deltas": 0, "turns": 0, "tool_executions": 0}
+
+    def listener(event: AgentEvent) -> None:
+        counts["events"] += 1
+        if type(event) is MessageUpdateEvent:
+            if type(event.assistant_message_event) is TextDeltaEvent:
+                counts["text_deltas"] += 1
+        elif event.type == "turn_end":
+            counts["turns"] += 1
+        elif event.type == "tool_execution_end":
+            counts["tool_executions"] += 1
+
+    async with open_agent(
+        model=faux.get_model(),
+        registry=registry,
+        system_prompt=SYSTEM_PROMPT,
+        tools=[echo_tool()],
+    ) as agent:
+        agent.subscribe(listener)
+
+        async def one(i: int) -> None:
+            if args.mode == "reset":
+                agent.reset()
+            faux.append_responses([respond, respond])
+            await agent.prompt(f"prompt number {i}: please echo hello world")
+
+        for i in range(args.warmup):
+            await one(i)
+        if args.mode == "reset":
+            agent.reset()
+        for key in counts:
+            counts[key] = 0
+        latencies: list[float] = []
+        blocks: list[float] = []
+        block = 0.0
+        for i in range(args.prompts):
+            start = time.perf_counter()
+            await one(i)
+            elapsed = time.perf_counter() - start
+            latencies.append(elapsed)
+            block += elapsed
+            if (i + 1) % 200 == 0:
+                blocks.append(round(200 / block, 1))
+                block = 0.0
+        error = agent.error
+        history = len(agent.messages)
+    wall = sum(latencies)
+    ordered = sorted(latencies)
+    return {
+        "wall_s": round(wall, 4),
+        "prompts": args.prompts,
+        **counts,
+        "events_per_prompt": round(counts["events"] / args.prompts, 2),
+        "prompts_per_s": round(args.prompts / wall, 1),
+        "events_per_s": round(counts["events"] / wall),
+        "per_turn_us": round(wall * 1e6 / max(1, counts["turns"]), 1),
+        "per_prompt_us_p50": round(percentile(ordered, 50) * 1e6, 1),
+        "per_prompt_us_p99": round(percentile(ordered, 99) * 1e6, 1),
+        "prompts_per_s_by_block_of_200": blocks,
+        "final_history_messages": history,
+        "error": error,
+    }
+
+
+async def run_provider(args: argparse.Namespace) -> dict[str, Any]:
+    faux, registry = setup_faux(yield_every=args.yield_every)
+    model = faux.get_model()
+    assert model is not None
+    respond = tool_then_text(make_text(FINAL_TEXT_CHARS))
+    tool = echo_tool().to_tool()
+    user = UserMessage(
+        content=[TextContent(text="prompt: please echo hello world")], timestamp=now_ms()
+    )
+    first = Context(system_prompt=SYSTEM_PROMPT, messages=[user], tools=[tool])
+    call_message = respond(first)
+    result = ToolResultMessage(
+        tool_call_id=call_message.content[0].id,
+        tool_name="echo",
+        content=[TextContent(text="hello world")],
+        details={},
+        is_error=False,
+        timestamp=now_ms(),
+    )
+    second = Context(
+        system_prompt=SYSTEM_PROMPT, messages=[user, call_message, result], tools=[tool]
+    )
+
+    async def one() -> int:
+        faux.append_responses([respond, respond])
+        events = 0
+        for context in (first, second):
+            async with stream_simple(model, context, registry=registry) as stream:
+                async for _ in stream:
+                    events += 1
+        return events
+
+    for _ in range(args.warmup):
+        await one()
+    latencies = []
+    events = 0
+    for _ in range(args.prompts):
+        start = time.perf_counter()
+        events += await one()
+        latencies.append(time.perf_counter() - start)
+    wall = sum(latencies)
+    return {
+        "wall_s": round(wall, 4),
+        "prompts": args.prompts,
+        "llm_calls": 2 * args.prompts,
+        "events": events,
+        "prompts_per_s": round(args.prompts / wall, 1),
+        "events_per_s": round(events / wall),
+        "per_turn_us": round(wall * 1e6 / (2 * args.prompts), 1),
+    }
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    result = await (run_provider(args) if args.mode == "provider" else run_agent(args))
+    emit(
+        {
+            "scenario": "loop_overhead",
+            "mode": args.mode,
+            "yield_every": args.yield_every,
+            **result,
+            "env": env(),
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Agent-loop cost per turn (pi scenario 1).")
+    parser.add_argument("--mode", choices=["reset", "accumulate", "provider"], default="reset")
+    parser.add_argument("--prompts", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument(
+        "--yield-every",
+        type=int,
+        default=1,
+        help="faux checkpoints every N deltas (1 = pi's one yield per delta; 0 = on backpressure)",
+    )
+    trio.run(main_async, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
