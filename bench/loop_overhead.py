@@ -20,7 +20,6 @@ from typing import Any
 
 import trio
 
-from _common import emit, env, echo_tool, make_text, percentile, setup_faux, tool_then_text
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
 from pitrio.providers import (
     Context,
@@ -31,6 +30,8 @@ from pitrio.providers import (
     stream_simple,
 )
 from pitrio.providers._stream import now_ms
+
+from _common import echo_tool, emit, env, make_text, percentile, setup_faux, tool_then_text
 
 SYSTEM_PROMPT = "You are a benchmark agent. Call the echo tool, then answer."
 FINAL_TEXT_CHARS = 800

@@ -22,7 +22,6 @@ from typing import Any
 
 import trio
 
-from _common import emit, env, make_text, peak_rss_mb, setup_faux
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
 from pitrio.providers import (
     Context,
@@ -32,9 +31,12 @@ from pitrio.providers import (
     stream_simple,
 )
 
+from _common import emit, env, make_text, peak_rss_mb, setup_faux
+
 SYSTEM_PROMPT = "You are a benchmark agent."
 PROMPT = "Write a very long answer."
 DEFAULT_SIZES = (10_000, 100_000, 250_000, 1_000_000)
+
 
 async def run_once(mode: str, n_chars: int, text: str, yield_every: int) -> dict[str, Any]:
     faux, registry = setup_faux(yield_every=yield_every)
@@ -73,9 +75,7 @@ async def run_once(mode: str, n_chars: int, text: str, yield_every: int) -> dict
                 if type(inner) is TextDeltaEvent:
                     on_delta(inner.delta)
 
-        async with open_agent(
-            model=model, registry=registry, system_prompt=SYSTEM_PROMPT
-        ) as agent:
+        async with open_agent(model=model, registry=registry, system_prompt=SYSTEM_PROMPT) as agent:
             agent.subscribe(listener)
             t0 = time.perf_counter()
             await agent.prompt(PROMPT)

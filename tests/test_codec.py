@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pi_data import PI_DATA, canonical, load_json, load_jsonl
 
 from pitrio.codec import WireFormatError, dumps, from_wire, loads, to_wire
 from pitrio.providers import (
@@ -23,6 +22,8 @@ from pitrio.providers import (
     Usage,
     UserMessage,
 )
+
+from pi_data import PI_DATA, canonical, load_json, load_jsonl
 
 SAMPLE_TYPES: dict[str, Any] = {
     "text_content": TextContent,

@@ -8,16 +8,6 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from helpers import (
-    Recorder,
-    assistant,
-    call,
-    echo_tool,
-    make_faux,
-    tool_then_text,
-    user,
-)
-from pi_data import canonical, load_json, load_jsonl, normalise_now
 
 from pitrio._exceptions import UsageError
 from pitrio.actors import (
@@ -39,6 +29,17 @@ from pitrio.providers import (
     get_model,
 )
 from pitrio.tools import AgentToolResult, FunctionTool
+
+from helpers import (
+    Recorder,
+    assistant,
+    call,
+    echo_tool,
+    make_faux,
+    tool_then_text,
+    user,
+)
+from pi_data import canonical, load_json, load_jsonl, normalise_now
 
 # --------------------------------------------------------------------------- ports of agent.test.ts
 

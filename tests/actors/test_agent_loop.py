@@ -9,15 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import trio
-from helpers import (
-    Recorder,
-    assistant,
-    call,
-    echo_tool,
-    make_faux,
-    tool_then_text,
-    user,
-)
 
 from pitrio.actors import (
     AfterToolCallResult,
@@ -27,6 +18,16 @@ from pitrio.actors import (
     open_agent,
 )
 from pitrio.providers import Context, Message, ToolResultMessage, UserMessage
+
+from helpers import (
+    Recorder,
+    assistant,
+    call,
+    echo_tool,
+    make_faux,
+    tool_then_text,
+    user,
+)
 
 
 async def test_should_emit_events_with_agent_message_types() -> None:

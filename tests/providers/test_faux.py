@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 import trio
-from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
 
 from pitrio.codec import from_wire, to_wire
 from pitrio.providers import (
@@ -30,6 +29,8 @@ from pitrio.providers import (
     register_faux_provider,
     stream_simple,
 )
+
+from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from pi_data import load_json, load_jsonl
 
 import pitrio.tools
 from pitrio._exceptions import UsageError
@@ -28,6 +27,8 @@ from pitrio.tools import (
     tool,
     tool_not_found_message,
 )
+
+from pi_data import load_json, load_jsonl
 
 ECHO_PARAMETERS = {
     "type": "object",
