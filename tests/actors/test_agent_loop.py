@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+import trio.testing
 
 from pitrio.actors import (
     AfterToolCallResult,
@@ -17,7 +18,8 @@ from pitrio.actors import (
     ShouldStopAfterTurnContext,
     open_agent,
 )
-from pitrio.providers import Context, Message, ToolResultMessage, UserMessage
+from pitrio.providers import Context, Message, ToolCall, ToolResultMessage, UserMessage
+from pitrio.tools import FunctionTool
 
 from helpers import (
     Recorder,
@@ -356,3 +358,103 @@ async def test_should_inject_queued_messages_after_all_tool_calls_complete() -> 
     assert any(
         isinstance(m, UserMessage) and m.content == "interrupt" for m in requests[1].messages
     )
+
+
+async def test_should_prepare_tool_arguments_for_validation() -> None:
+    """A tool's prepare hook reshapes legacy arguments before they are validated."""
+    faux, registry = make_faux()
+    legacy = ToolCall(id="tool-1", name="edit", arguments={"oldText": "before", "newText": "after"})
+    faux.set_responses([tool_then_text([legacy])] * 2)
+    executed: list[Any] = []
+
+    def prepare(args: Any) -> Any:
+        if isinstance(args, dict) and "oldText" in args:
+            return {
+                "edits": [
+                    *args.get("edits", []),
+                    {"oldText": args["oldText"], "newText": args["newText"]},
+                ]
+            }
+        return args
+
+    async def edit(call_id: str, params: dict[str, Any], on_update: Any) -> str:
+        executed.append(params["edits"])
+        return f"edited {len(params['edits'])}"
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+                    "required": ["oldText", "newText"],
+                },
+            }
+        },
+        "required": ["edits"],
+    }
+    tool = FunctionTool(
+        name="edit",
+        label="Edit",
+        description="Edit tool",
+        parameters=schema,
+        fn=edit,
+        prepare=prepare,
+    )
+    async with open_agent(model=faux.get_model(), registry=registry, tools=[tool]) as agent:
+        await agent.prompt(user("edit something"))
+    assert executed == [[{"oldText": "before", "newText": "after"}]]
+
+
+async def test_should_force_sequential_execution_when_one_of_multiple_tools_has_execution_mode_sequential() -> (
+    None
+):
+    """One sequential tool in a parallel batch makes the whole batch run in order."""
+    faux, registry = make_faux()
+    faux.set_responses(
+        [tool_then_text([call("tool-1", "a", name="slow"), call("tool-2", "b", name="fast")])] * 2
+    )
+    order: list[str] = []
+
+    async def slow_gate(value: str) -> None:
+        order.append(f"slow:{value}")
+        await trio.sleep(0.01)
+
+    async def fast_gate(value: str) -> None:
+        order.append(f"fast:{value}")
+
+    slow = echo_tool(name="slow", gate=slow_gate, execution_mode="sequential")
+    fast = echo_tool(name="fast", gate=fast_gate)
+    async with open_agent(
+        model=faux.get_model(), registry=registry, tools=[slow, fast], tool_execution="parallel"
+    ) as agent:
+        await agent.prompt(user("run both"))
+    assert order == ["slow:a", "fast:b"]
+
+
+async def test_should_allow_parallel_execution_when_all_tools_have_execution_mode_parallel() -> (
+    None
+):
+    """Tools that all allow parallel execution overlap in a parallel batch."""
+    faux, registry = make_faux()
+    faux.set_responses([tool_then_text([call("tool-1", "first"), call("tool-2", "second")])] * 2)
+    first_done = trio.Event()
+    overlapped: list[bool] = []
+
+    async def gate(value: str) -> None:
+        if value == "first":
+            await trio.sleep(0.01)
+            first_done.set()
+        else:
+            overlapped.append(not first_done.is_set())
+
+    async with open_agent(
+        model=faux.get_model(),
+        registry=registry,
+        tools=[echo_tool(gate=gate, execution_mode="parallel")],
+        tool_execution="parallel",
+    ) as agent:
+        await agent.prompt(user("echo both"))
+    assert overlapped == [True]
