@@ -192,9 +192,9 @@ async def test_should_emit_tool_execution_end_in_completion_order_but_persist_to
     assert [r.tool_call_id for r in turn_with_tools.tool_results] == ["tool-1", "tool-2"]
 
 
-async def test_should_force_sequential_execution_when_a_tool_has_execution_mode_sequential() -> (
-    None
-):
+async def test_should_force_sequential_execution_when_a_tool_has_execution_mode_sequential(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """A tool declaring execution_mode="sequential" makes a parallel batch run one at a time."""
     faux, registry = make_faux()
     faux.set_responses([tool_then_text([call("tool-1", "first"), call("tool-2", "second")])] * 2)
@@ -408,9 +408,9 @@ async def test_should_prepare_tool_arguments_for_validation() -> None:
     assert executed == [[{"oldText": "before", "newText": "after"}]]
 
 
-async def test_should_force_sequential_execution_when_one_of_multiple_tools_has_execution_mode_sequential() -> (
-    None
-):
+async def test_should_force_sequential_execution_when_one_of_multiple_tools_has_execution_mode_sequential(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """One sequential tool in a parallel batch makes the whole batch run in order."""
     faux, registry = make_faux()
     faux.set_responses(
@@ -434,9 +434,9 @@ async def test_should_force_sequential_execution_when_one_of_multiple_tools_has_
     assert order == ["slow:a", "fast:b"]
 
 
-async def test_should_allow_parallel_execution_when_all_tools_have_execution_mode_parallel() -> (
-    None
-):
+async def test_should_allow_parallel_execution_when_all_tools_have_execution_mode_parallel(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """Tools that all allow parallel execution overlap in a parallel batch."""
     faux, registry = make_faux()
     faux.set_responses([tool_then_text([call("tool-1", "first"), call("tool-2", "second")])] * 2)
