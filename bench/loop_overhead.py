@@ -27,9 +27,9 @@ from pitrio.providers import (
     TextDeltaEvent,
     ToolResultMessage,
     UserMessage,
+    now_ms,
     stream_simple,
 )
-from pitrio.providers._stream import now_ms
 
 from _common import echo_tool, emit, env, make_text, percentile, setup_faux, tool_then_text
 

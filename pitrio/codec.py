@@ -41,6 +41,7 @@ __all__ = [
     "WireFormatError",
     "camel",
     "dumps",
+    "extra_field",
     "from_wire",
     "loads",
     "register_tagged_union",
@@ -88,6 +89,11 @@ def wire(cls: _C) -> _C:
         raise TypeError(f"wire type {cls.__name__} needs an 'extra' attribute")
     setattr(cls, _WIRE_FLAG, True)
     return cls
+
+
+def extra_field() -> Any:
+    """The ``extra`` attribute every wire class declares last (unknown keys; not compared)."""
+    return attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 def _is_wire(cls: Any) -> bool:

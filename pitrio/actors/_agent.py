@@ -73,9 +73,9 @@ from pitrio.providers import (
     Tool,
     ToolResultMessage,
     UserMessage,
+    now_ms,
     start_stream,
 )
-from pitrio.providers._stream import now_ms
 from pitrio.tools import AgentTool
 
 log = structlog.get_logger(__name__)

@@ -10,13 +10,9 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from pitrio.actors._messages import AgentMessage, StreamingMessage
-from pitrio.codec import register_tagged_union, wire
+from pitrio.codec import extra_field, register_tagged_union, wire
 from pitrio.providers import AssistantMessageEvent, ToolResultMessage
 from pitrio.tools import AgentToolResult
-
-
-def _extra() -> Any:
-    return attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 def _messages(items: Any) -> tuple[AgentMessage, ...]:
@@ -33,7 +29,7 @@ class AgentStartEvent:
     """A run begins."""
 
     type: Literal["agent_start"] = attrs.field(default="agent_start", init=False)
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -43,7 +39,7 @@ class AgentEndEvent:
 
     type: Literal["agent_end"] = attrs.field(default="agent_end", init=False)
     messages: tuple[AgentMessage, ...] = attrs.field(converter=_messages)
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -52,7 +48,7 @@ class TurnStartEvent:
     """A turn (one LLM call and the tools it asks for) begins."""
 
     type: Literal["turn_start"] = attrs.field(default="turn_start", init=False)
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -63,7 +59,7 @@ class TurnEndEvent:
     type: Literal["turn_end"] = attrs.field(default="turn_end", init=False)
     message: AgentMessage
     tool_results: tuple[ToolResultMessage, ...] = attrs.field(converter=_results)
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -73,7 +69,7 @@ class MessageStartEvent:
 
     type: Literal["message_start"] = attrs.field(default="message_start", init=False)
     message: StreamingMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -84,7 +80,7 @@ class MessageUpdateEvent:
     type: Literal["message_update"] = attrs.field(default="message_update", init=False)
     assistant_message_event: AssistantMessageEvent
     message: StreamingMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -94,7 +90,7 @@ class MessageEndEvent:
 
     type: Literal["message_end"] = attrs.field(default="message_end", init=False)
     message: AgentMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -106,7 +102,7 @@ class ToolExecutionStartEvent:
     tool_call_id: str
     tool_name: str
     args: Any
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -121,7 +117,7 @@ class ToolExecutionUpdateEvent:
     tool_name: str
     args: Any
     partial_result: AgentToolResult
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -134,7 +130,7 @@ class ToolExecutionEndEvent:
     tool_name: str
     result: AgentToolResult
     is_error: bool
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 AgentEvent: TypeAlias = (

@@ -20,7 +20,6 @@ emits every event through ``emit``, which the Agent points at its state reducer 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias
 
@@ -43,6 +42,7 @@ from pitrio.actors._tool_runner import (
     Emit,
     ToolExecution,
     ToolRunner,
+    maybe_await,
 )
 from pitrio.channels import Mailbox
 from pitrio.providers import (
@@ -88,10 +88,6 @@ ShouldStopAfterTurn: TypeAlias = Callable[[ShouldStopAfterTurnContext], "bool | 
 
 NO_MESSAGES: Final = "Cannot continue: no messages in context"
 FROM_ASSISTANT: Final = "Cannot continue from message role: assistant"
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 @attrs.define(kw_only=True)
@@ -205,7 +201,7 @@ class LoopController:
                         messages=self._messages,
                         new_messages=self.new_messages,
                     )
-                    if await _maybe_await(config.should_stop_after_turn(context)):
+                    if await maybe_await(config.should_stop_after_turn(context)):
                         await emit(AgentEndEvent(messages=self.new_messages))
                         return
                 pending = self._drain(config.steering)
@@ -227,8 +223,8 @@ class LoopController:
         config = self._config
         messages: Sequence[AgentMessage] = self._messages
         if config.transform_context is not None:
-            messages = await _maybe_await(config.transform_context(messages))
-        llm_messages = await _maybe_await(config.convert_to_llm(messages))
+            messages = await maybe_await(config.transform_context(messages))
+        llm_messages = await maybe_await(config.convert_to_llm(messages))
         return Context(
             system_prompt=config.system_prompt,
             messages=llm_messages,
@@ -241,7 +237,7 @@ class LoopController:
         context = await self._llm_context()
         options = config.options
         if config.get_api_key is not None:
-            key = await _maybe_await(config.get_api_key(config.model.provider))
+            key = await maybe_await(config.get_api_key(config.model.provider))
             if key:
                 options = attrs.evolve(options, api_key=key)
         added_partial = False

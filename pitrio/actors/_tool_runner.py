@@ -32,8 +32,7 @@ from pitrio.actors._events import (
 )
 from pitrio.actors._messages import AgentMessage
 from pitrio.channels import Mailbox
-from pitrio.providers import AssistantMessage, ToolCall, ToolResultMessage
-from pitrio.providers._stream import now_ms
+from pitrio.providers import AssistantMessage, ToolCall, ToolResultMessage, now_ms
 from pitrio.tools import AgentTool, AgentToolResult, error_result, validate_tool_arguments
 
 SKIPPED_MESSAGE: Final = "Skipped due to queued user message."
@@ -105,7 +104,8 @@ AfterToolCall: TypeAlias = Callable[
 exception turns the result into an error result with the exception's text."""
 
 
-async def _maybe_await(value: Any) -> Any:
+async def maybe_await(value: Any) -> Any:
+    """Await ``value`` if a hook returned an awaitable (hooks may be sync or async)."""
     return await value if inspect.isawaitable(value) else value
 
 
@@ -268,7 +268,7 @@ class ToolRunner:
                     args=args,
                     messages=self._messages,
                 )
-                verdict = await _maybe_await(self._before(context))
+                verdict = await maybe_await(self._before(context))
                 if verdict is not None and verdict.block:
                     return Finalized(call, error_result(verdict.reason or BLOCKED_MESSAGE), True)
         except Exception as exc:
@@ -334,7 +334,7 @@ class ToolRunner:
                 messages=self._messages,
             )
             try:
-                change = await _maybe_await(self._after(context))
+                change = await maybe_await(self._after(context))
             except Exception as exc:
                 return Finalized(prepared.tool_call, error_result(_text(exc)), True)
             if change is not None:

@@ -82,6 +82,7 @@ from pitrio.providers._stream import ASSISTANT_STREAM_BUFFER as ASSISTANT_STREAM
 from pitrio.providers._stream import AssistantMessageEventStream as AssistantMessageEventStream
 from pitrio.providers._stream import complete as complete
 from pitrio.providers._stream import complete_simple as complete_simple
+from pitrio.providers._stream import now_ms as now_ms
 from pitrio.providers._stream import start_stream as start_stream
 from pitrio.providers._stream import stream as stream
 from pitrio.providers._stream import stream_simple as stream_simple
@@ -160,6 +161,7 @@ __all__ = [
     "get_providers",
     "is_terminal",
     "models_are_equal",
+    "now_ms",
     "register_api_provider",
     "register_faux_provider",
     "start_stream",

@@ -12,8 +12,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from pitrio.codec import register_tagged_union, wire
-from pitrio.providers._messages import AssistantMessage, ToolCall, _extra
+from pitrio.codec import extra_field, register_tagged_union, wire
+from pitrio.providers._messages import AssistantMessage, ToolCall
 from pitrio.providers._partial import PartialAssistantMessage
 
 
@@ -24,7 +24,7 @@ class StartEvent:
 
     type: Literal["start"] = attrs.field(default="start", init=False)
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -35,7 +35,7 @@ class TextStartEvent:
     type: Literal["text_start"] = attrs.field(default="text_start", init=False)
     content_index: int
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -47,7 +47,7 @@ class TextDeltaEvent:
     content_index: int
     delta: str
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -59,7 +59,7 @@ class TextEndEvent:
     content_index: int
     content: str
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -70,7 +70,7 @@ class ThinkingStartEvent:
     type: Literal["thinking_start"] = attrs.field(default="thinking_start", init=False)
     content_index: int
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -82,7 +82,7 @@ class ThinkingDeltaEvent:
     content_index: int
     delta: str
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -94,7 +94,7 @@ class ThinkingEndEvent:
     content_index: int
     content: str
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -105,7 +105,7 @@ class ToolCallStartEvent:
     type: Literal["toolcall_start"] = attrs.field(default="toolcall_start", init=False)
     content_index: int
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -117,7 +117,7 @@ class ToolCallDeltaEvent:
     content_index: int
     delta: str
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -129,7 +129,7 @@ class ToolCallEndEvent:
     content_index: int
     tool_call: ToolCall
     partial: AssistantMessage | PartialAssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -140,7 +140,7 @@ class DoneEvent:
     type: Literal["done"] = attrs.field(default="done", init=False)
     reason: Literal["stop", "length", "toolUse"]
     message: AssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -151,7 +151,7 @@ class ErrorEvent:
     type: Literal["error"] = attrs.field(default="error", init=False)
     reason: Literal["aborted", "error"]
     error: AssistantMessage
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 AssistantMessageEvent: TypeAlias = (

@@ -12,7 +12,14 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from pitrio.codec import WireFormatError, from_wire, register_tagged_union, register_type, wire
+from pitrio.codec import (
+    WireFormatError,
+    extra_field,
+    from_wire,
+    register_tagged_union,
+    register_type,
+    wire,
+)
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 ThinkingLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
@@ -22,10 +29,6 @@ Transport: TypeAlias = Literal["sse", "websocket", "websocket-cached", "auto"]
 InputKind: TypeAlias = Literal["text", "image"]
 Api: TypeAlias = str
 """A wire API id: ``"openai-completions"``, ``"anthropic-messages"``, ``"faux"``, ..."""
-
-
-def _extra() -> Any:
-    return attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 # --------------------------------------------------------------------------- content blocks
@@ -40,7 +43,7 @@ class TextContent:
     text: str
     text_signature: str | None = None
     """Provider-specific replay data (OpenAI responses message id/phase)."""
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -53,7 +56,7 @@ class ThinkingContent:
     thinking_signature: str | None = None
     redacted: bool | None = None
     """True when the provider redacted the reasoning; the payload is in the signature."""
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -64,7 +67,7 @@ class ImageContent:
     type: Literal["image"] = attrs.field(default="image", init=False)
     data: str
     mime_type: str
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -78,7 +81,7 @@ class ToolCall:
     arguments: dict[str, Any] = attrs.field(factory=dict)
     thought_signature: str | None = None
     """Google-specific: the thought signature that must accompany the call on replay."""
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 UserContentBlock: TypeAlias = TextContent | ImageContent
@@ -119,7 +122,7 @@ class Cost:
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -133,7 +136,7 @@ class Usage:
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = attrs.field(factory=Cost)
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 EMPTY_USAGE = Usage()
@@ -152,7 +155,7 @@ class UserMessage:
     content: str | tuple[UserContentBlock, ...] = attrs.field(converter=_user_content)
     timestamp: int
     """Milliseconds since the epoch."""
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 @wire
@@ -172,7 +175,7 @@ class AssistantMessage:
     stop_reason: StopReason
     error_message: str | None = None
     timestamp: int
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
     def tool_calls(self) -> list[ToolCall]:
         """Return the tool-call blocks in order."""
@@ -195,7 +198,7 @@ class ToolResultMessage:
     details: Any = None
     is_error: bool
     timestamp: int
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
@@ -213,7 +216,7 @@ class Tool:
     name: str
     description: str
     parameters: Mapping[str, Any]
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 def _messages(items: Iterable[Message]) -> tuple[Message, ...]:
@@ -232,7 +235,7 @@ class Context:
     system_prompt: str | None = None
     messages: tuple[Message, ...] = attrs.field(default=(), converter=_messages)
     tools: tuple[Tool, ...] | None = attrs.field(default=None, converter=_tools)
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 # --------------------------------------------------------------------------- models
@@ -247,7 +250,7 @@ class ModelCost:
     output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 def _inputs(items: Iterable[InputKind]) -> tuple[InputKind, ...]:
@@ -274,7 +277,7 @@ class Model:
     headers: dict[str, str] | None = None
     compat: dict[str, Any] | None = None
     """Compatibility overrides for OpenAI/Anthropic-compatible servers (pi's ``compat``)."""
-    extra: dict[str, Any] | None = _extra()
+    extra: dict[str, Any] | None = extra_field()
 
 
 # --------------------------------------------------------------------------- stream options

@@ -7,7 +7,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from pitrio.codec import wire
+from pitrio.codec import extra_field, wire
 from pitrio.providers import ImageContent, TextContent
 
 
@@ -33,7 +33,7 @@ class AgentToolResult:
     terminate: bool | None = None
     """Hint to stop after this tool batch; the agent stops only if every result in the batch
     sets it to ``True``."""
-    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    extra: dict[str, Any] | None = extra_field()
 
 
 ToolUpdateCallback: TypeAlias = Callable[[AgentToolResult], None]
