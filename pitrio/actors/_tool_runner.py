@@ -276,6 +276,8 @@ class ToolRunner:
         return _Prepared(call, tool, args)
 
     async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
+        if self.aborted:  # aborted after this call was accepted but before it ran
+            return error_result(ABORTED_TOOL_MESSAGE), True
         call = prepared.tool_call
         pending: deque[AgentToolResult] = deque(maxlen=UPDATE_BUFFER)
         wake = trio.Event()

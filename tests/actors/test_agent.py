@@ -659,3 +659,26 @@ async def test_a_thousand_agents_run_concurrently() -> None:
 def test_faux_assistant_message_helper_is_available() -> None:
     """The helpers module builds messages through the public faux helper."""
     assert faux_assistant_message("x").text() == "x"
+
+
+async def test_abort_before_a_tool_starts_keeps_it_from_running() -> None:
+    """An abort that lands between tool_execution_start and execute stops that call too."""
+    faux, registry = make_faux()
+    faux.set_responses([tool_then_text([call("t1", "a"), call("t2", "b")])] * 2)
+    executed: list[str] = []
+    async with open_agent(
+        model=faux.get_model(), registry=registry, tools=[echo_tool(executed)]
+    ) as agent:
+
+        def on_event(event: AgentEvent) -> None:
+            if event.type == "tool_execution_start":
+                agent.abort()
+
+        agent.subscribe(on_event)
+        await agent.prompt("go")
+        await _assert_quiescent(agent)
+    assert executed == []
+    results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert [(r.tool_call_id, r.is_error) for r in results] == [("t1", True), ("t2", True)]
+    assert agent.messages[-1].stop_reason == "aborted"
+    _assert_valid_transcript(agent.messages)
