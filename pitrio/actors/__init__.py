@@ -5,6 +5,7 @@ Layering: imports ``tools``, ``providers``, ``channels`` and ``codec``; knows no
 files, sessions or extensions (those layers import this one).
 """
 
+from pitrio._publish import publish as _publish
 from pitrio.actors._agent import CLOSE_GRACE as CLOSE_GRACE
 from pitrio.actors._agent import FOLLOW_UP_BUFFER as FOLLOW_UP_BUFFER
 from pitrio.actors._agent import STEERING_BUFFER as STEERING_BUFFER
@@ -79,13 +80,4 @@ __all__ = [
     "register_agent_message",
 ]
 
-# Report public classes under their public path; resolve string annotations first.
-import attrs as _attrs
-
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) and _obj.__module__.startswith(__name__ + "._"):
-        if _obj.__dict__.get("__pitrio_wire__"):
-            _attrs.resolve_types(_obj)
-        _obj.__module__ = __name__
-del _name, _obj, _attrs
+_publish(globals(), __all__)

@@ -1,6 +1,7 @@
 """Bounded channel primitives that every pitrio actor talks through.
 
-This is the bottom layer: it imports nothing from the rest of pitrio, and everything above
+This is the bottom layer: it imports nothing from the rest of pitrio (but the package-root
+``pitrio._publish`` helper, which imports nothing either), and everything above
 (``providers``, ``tools``, ``actors``, ...) may import it. Three primitives, all bounded:
 
 - `EventStream`: pi-ai's ``EventStream<T, R>``, one producer to one consumer, ending with a
@@ -14,6 +15,8 @@ Every default size is a named constant (`EVENT_STREAM_BUFFER`, `SUBSCRIPTION_BUF
 """
 
 from __future__ import annotations
+
+from pitrio._publish import publish as _publish
 
 from ._broadcast import SUBSCRIPTION_BUFFER as SUBSCRIPTION_BUFFER
 from ._broadcast import Broadcast as Broadcast
@@ -53,10 +56,4 @@ __all__ = [
     "open_body_nursery",
 ]
 
-# Report public classes under their public path (pitrio.channels.Mailbox, not
-# pitrio.channels._mailbox.Mailbox) in reprs, tracebacks and docs, as trio does.
-for _name in __all__:
-    _obj = globals()[_name]
-    if getattr(_obj, "__module__", "").startswith(__name__ + "._"):
-        _obj.__module__ = __name__
-del _name, _obj
+_publish(globals(), __all__)

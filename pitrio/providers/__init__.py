@@ -4,6 +4,7 @@ This layer knows nothing about agents. It imports only :mod:`pitrio.codec` and
 :mod:`pitrio.channels`; ``actors``, ``sessions`` and everything above import it.
 """
 
+from pitrio._publish import publish as _publish
 from pitrio.providers._events import ASSISTANT_MESSAGE_EVENT_TYPES as ASSISTANT_MESSAGE_EVENT_TYPES
 from pitrio.providers._events import AssistantMessageEvent as AssistantMessageEvent
 from pitrio.providers._events import DoneEvent as DoneEvent
@@ -172,14 +173,4 @@ __all__ = [
     "with_cost",
 ]
 
-# Report public classes under their public path (pitrio.providers.Model), as trio does.
-# String annotations are resolved first: they are looked up in the defining module.
-import attrs as _attrs
-
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) and _obj.__module__.startswith(__name__ + "._"):
-        if _obj.__dict__.get("__pitrio_wire__"):
-            _attrs.resolve_types(_obj)
-        _obj.__module__ = __name__
-del _name, _obj, _attrs
+_publish(globals(), __all__)

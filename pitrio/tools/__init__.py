@@ -6,6 +6,7 @@ which import it. It defines what a tool is and how its arguments are checked; ru
 (ordering, concurrency, cancellation, events) is the agent's job.
 """
 
+from pitrio._publish import publish as _publish
 from pitrio.tools._exceptions import SchemaViolation as SchemaViolation
 from pitrio.tools._exceptions import ToolArgumentsInvalid as ToolArgumentsInvalid
 from pitrio.tools._exceptions import ToolError as ToolError
@@ -44,14 +45,4 @@ __all__ = [
     "validate_tool_arguments",
 ]
 
-# Report public classes under their public path (pitrio.tools.AgentTool), as trio does.
-# String annotations are resolved first: they are looked up in the defining module.
-import attrs as _attrs
-
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) and _obj.__module__.startswith(__name__ + "._"):
-        if _obj.__dict__.get("__pitrio_wire__"):
-            _attrs.resolve_types(_obj)
-        _obj.__module__ = __name__
-del _name, _obj, _attrs
+_publish(globals(), __all__)
