@@ -62,7 +62,6 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         self._builder: AssistantMessageBuilder | None = None
         self._scope: trio.CancelScope | None = None
         self._abort_requested = False
-        self._terminated = False
 
     def attach(self, builder: AssistantMessageBuilder) -> None:
         """Tell the stream which builder holds the message, so an abort can finish it."""
@@ -70,13 +69,11 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
 
     @property
     def terminated(self) -> bool:
-        """Whether the terminal event has been pushed."""
-        return self._terminated
+        """Whether the terminal event has been pushed (the base stream is done)."""
+        return self._done
 
     async def emit(self, event: AssistantMessageEvent) -> None:
         """Push ``event``, waiting while the consumer is a full buffer behind."""
-        if is_terminal(event):
-            self._terminated = True
         try:
             self.push_nowait(event)
         except trio.WouldBlock:
@@ -110,11 +107,11 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
             try:
                 await fn(model, context, options, self)
             except Exception as exc:
-                if not self._terminated:
+                if not self._done:
                     message = self._finish_message("error", _error_text(exc))
                     await self.emit(ErrorEvent(reason="error", error=message))
         self._scope = None
-        if not self._terminated:
+        if not self._done:
             if scope.cancelled_caught:
                 message = self._finish_message("aborted", ABORTED_MESSAGE)
                 await self.emit(ErrorEvent(reason="aborted", error=message))
