@@ -1,0 +1,148 @@
+"""The shared HTTP layer over a real loopback server: SSE requests, failures, pooling, retries."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import trio
+
+from pitrio.providers._http import (
+    HTTPStatusError,
+    InvalidStreamError,
+    current_http_client,
+    describe_failure,
+    open_http_client,
+    open_sse,
+    sse_json,
+)
+from pitrio.providers._registry import ProviderError
+from pitrio.providers._sse import SSEEvent
+
+from loopback import error_handler, sequence_handler, serve, sse_bytes, sse_handler
+
+BODY = sse_bytes([("one", {"n": 1}), ("two", {"n": 2}), (None, "[DONE]")])
+
+
+async def collect(url: str, **kwargs: object) -> list[SSEEvent]:
+    async with open_sse(url, headers={"authorization": "Bearer k"}, body={"q": 1}, **kwargs) as it:  # type: ignore[arg-type]
+        return [event async for event in it]
+
+
+async def test_posts_json_and_yields_events_cut_at_any_byte() -> None:
+    async with serve(sse_handler(BODY, chunk_size=1)) as server, open_http_client():
+        events = await collect(server.url("/v1/chat"))
+    assert [(e.event, e.data) for e in events] == [
+        ("one", '{"n":1}'),
+        ("two", '{"n":2}'),
+        ("message", "[DONE]"),
+    ]
+    request = server.requests[0]
+    assert (request.method, request.path, request.json()) == ("POST", "/v1/chat", {"q": 1})
+    assert request.headers["authorization"] == "Bearer k"
+    assert request.headers["content-type"] == "application/json"
+
+
+async def test_shared_client_reuses_one_connection() -> None:
+    async with serve(sse_handler(BODY)) as server:
+        async with open_http_client() as client:
+            assert current_http_client() is client
+            for _ in range(3):
+                await collect(server.url())
+        assert current_http_client() is None
+    assert server.connections_opened == 1
+
+
+async def test_without_a_shared_client_each_request_has_its_own() -> None:
+    async with serve(sse_handler(BODY)) as server:
+        for _ in range(2):
+            await collect(server.url())
+    assert server.connections_opened == 2
+
+
+async def test_error_status_carries_status_and_body() -> None:
+    body = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
+    async with serve(error_handler(429, body)) as server:
+        with pytest.raises(HTTPStatusError) as info:
+            await collect(server.url())
+    assert info.value.status == 429
+    assert "Rate limit reached" in info.value.body
+    assert describe_failure(info.value).startswith("429 {")
+
+
+async def test_dropped_connection_is_reported_as_connection_lost() -> None:
+    async with serve(sse_handler(BODY, drop_after=12)) as server:
+        with pytest.raises(httpx.RemoteProtocolError) as info:
+            await collect(server.url())
+    assert describe_failure(info.value).startswith("Connection lost: ")
+
+
+async def test_refused_connection_is_a_connection_error() -> None:
+    async with serve(sse_handler(BODY)) as server:
+        url = server.url()
+    with pytest.raises(httpx.ConnectError) as info:
+        await collect(url)
+    assert describe_failure(info.value).startswith("Connection error")
+
+
+async def test_read_timeout_is_reported_as_timed_out() -> None:
+    async with serve(sse_handler(BODY, hang_after=5)) as server:
+        with pytest.raises(httpx.ReadTimeout) as info:
+            await collect(server.url(), timeout_ms=50)
+    assert describe_failure(info.value) == "Request timed out while waiting for data"
+
+
+async def test_cancel_mid_stream_returns_the_connection_to_the_pool() -> None:
+    async with (
+        serve(sse_handler(BODY, hang_after=len(BODY) // 2)) as server,
+        open_http_client(limits=httpx.Limits(max_connections=1)),
+    ):
+        with trio.CancelScope() as scope:
+            async with open_sse(server.url(), headers={}, body={}) as events:
+                async for _ in events:
+                    scope.cancel()
+        with trio.fail_after(5):
+            while server.connections_open:
+                await server.connection_closed.wait()
+        # The pool has one slot; a new request only gets it if the cancelled one gave it back.
+        server_events = []
+        async with serve(sse_handler(BODY)) as second:
+            with trio.fail_after(5):
+                server_events = await collect(second.url())
+    assert len(server_events) == 3
+
+
+async def test_sse_json_rejects_invalid_data() -> None:
+    assert sse_json(SSEEvent("m", '{"a": 1}')) == {"a": 1}
+    with pytest.raises(InvalidStreamError, match="Invalid SSE data"):
+        sse_json(SSEEvent("m", "{not json"))
+
+
+async def test_retries_honour_retry_after_then_succeed() -> None:
+    # Real sockets and a mock clock do not mix (the clock would jump while a read waits), so
+    # the server asks for a short real delay: retry-after-ms, as OpenAI's servers send it.
+    handler = sequence_handler(
+        error_handler(503, {"error": "busy"}, {"retry-after-ms": "50"}),
+        sse_handler(BODY),
+    )
+    async with serve(handler) as server:
+        start = trio.current_time()
+        events = await collect(server.url(), max_retries=2)
+        waited = trio.current_time() - start
+    assert len(events) == 3
+    assert len(server.requests) == 2
+    assert waited >= 0.05
+
+
+async def test_retry_delay_over_the_maximum_fails_instead_of_waiting() -> None:
+    handler = error_handler(429, {"error": "slow down"}, {"retry-after": "120"})
+    async with serve(handler) as server:
+        with pytest.raises(ProviderError, match="retry delay"):
+            await collect(server.url(), max_retries=3, max_retry_delay_ms=1000)
+    assert len(server.requests) == 1
+
+
+async def test_non_retryable_status_is_not_retried() -> None:
+    async with serve(error_handler(400, {"error": "bad request"})) as server:
+        with pytest.raises(HTTPStatusError):
+            await collect(server.url(), max_retries=3)
+    assert len(server.requests) == 1
