@@ -25,9 +25,10 @@ attempts as events, sees every failure.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -211,7 +212,7 @@ async def open_sse(
     timeout_ms: int | None = None,
     max_retries: int | None = None,
     max_retry_delay_ms: int | None = None,
-) -> AsyncIterator[AsyncIterator[SSEEvent]]:
+) -> AsyncIterator[AsyncGenerator[SSEEvent, None]]:
     """Send a JSON request and yield the events of its ``text/event-stream`` response.
 
     Raises:
@@ -246,11 +247,32 @@ async def open_sse(
                         raise error
                     await _backoff(attempt, _retry_after_s(response.headers), max_retry_delay_ms)
                     continue
-                yield aiter_sse(response.aiter_bytes())
+                events = aiter_sse(response.aiter_bytes())
+                try:
+                    yield events
+                finally:
+                    await _finish_generators(events)
                 return
             finally:
                 with trio.CancelScope(shield=True):
                     await response.aclose()
+
+
+async def _finish_generators(events: AsyncGenerator[SSEEvent, None]) -> None:
+    """Finish the chain of async generators under ``events`` when the reader stopped early.
+
+    A consumer that leaves the ``async for`` (an error it raised, an abort) leaves the SSE
+    decoder's generator and httpx's and httpcore's generators beneath it suspended; closing
+    the outermost one does not reach the inner ones, and Trio warns when they are collected
+    unfinished. One more read under an already-cancelled, shielded scope makes a
+    ``Cancelled`` travel up through every frame, which finishes them all; the scope absorbs
+    its own cancellation and nothing else.
+    """
+    with trio.CancelScope(shield=True) as scope:
+        scope.cancel()
+        with contextlib.suppress(StopAsyncIteration):
+            while True:
+                await events.__anext__()
 
 
 async def _backoff(attempt: int, retry_after: float | None, max_delay_ms: int | None) -> None:

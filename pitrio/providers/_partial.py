@@ -359,6 +359,25 @@ class AssistantMessageBuilder:
         block = self._blocks[index]
         return block.text_upto(len(block.chunks))
 
+    def set_text(self, index: int, text: str) -> None:
+        """Replace the whole text (or argument JSON) of block ``index``.
+
+        For servers whose final item differs from the deltas they streamed. A fresh block takes
+        the old one's place, so snapshots already handed out keep showing what they showed.
+        """
+        old = self._blocks[index]
+        if old.text_upto(len(old.chunks)) == text:
+            return
+        new = _Block(old.kind)
+        if text:
+            new.chunks.append(text)
+        new.signature = old.signature
+        new.redacted = old.redacted
+        new.id = old.id
+        new.name = old.name
+        new.arguments = old.arguments
+        self._blocks[index] = new
+
     def set_signature(self, index: int, signature: str | None) -> None:
         """Set the text, thinking or thought signature of block ``index``."""
         self._blocks[index].signature = signature

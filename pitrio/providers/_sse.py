@@ -8,7 +8,7 @@ the cost is linear in the bytes received however the server chunks them. Lines m
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 
 import attrs
 
@@ -70,11 +70,15 @@ class SSEDecoder:
         return events
 
     def close(self) -> list[SSEEvent]:
-        """End of stream: an unterminated last event is discarded, as the format says."""
-        self._buffer = b""
-        self._event = None
-        self._data = []
-        return []
+        """End of stream: an event the server did not terminate with a blank line is still
+        dispatched, as pi's parser does (the format says to drop it, but servers that omit the
+        last blank line exist and the event is complete)."""
+        events: list[SSEEvent] = []
+        if self._buffer:
+            self._line(self._buffer, events)
+            self._buffer = b""
+        self._line(b"", events)
+        return events
 
     def _line(self, raw: bytes, events: list[SSEEvent]) -> None:
         if not raw:
@@ -106,10 +110,20 @@ class SSEDecoder:
         # Anything else, a comment (empty name) included, is ignored.
 
 
-async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEvent]:
-    """Decode an async stream of byte chunks into events."""
+async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncGenerator[SSEEvent, None]:
+    """Decode an async stream of byte chunks into events.
+
+    Closing this generator closes ``chunks`` too when it is an async generator, so a reader
+    that stops early leaves nothing suspended.
+    """
     decoder = SSEDecoder()
-    async for chunk in chunks:
-        for event in decoder.feed(chunk):
+    try:
+        async for chunk in chunks:
+            for event in decoder.feed(chunk):
+                yield event
+        for event in decoder.close():
             yield event
-    decoder.close()
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()

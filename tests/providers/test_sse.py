@@ -70,8 +70,16 @@ def test_empty_read_between_cr_and_lf_changes_nothing() -> None:
     assert decode([b"data: a\r", b"", b"\n\r\n"]) == [SSEEvent("message", "a")]
 
 
-def test_unterminated_last_event_is_discarded() -> None:
-    assert decode([b"data: done\n\ndata: cut off"]) == [SSEEvent("message", "done")]
+def test_unterminated_last_event_is_still_dispatched_at_close() -> None:
+    # As pi's parser: a server that omits the final blank line still delivers its last event.
+    assert decode([b"data: done\n\ndata: last"]) == [
+        SSEEvent("message", "done"),
+        SSEEvent("message", "last"),
+    ]
+    assert decode([b"data: done\n\nevent: x\ndata: last\n"]) == [
+        SSEEvent("message", "done"),
+        SSEEvent("x", "last"),
+    ]
 
 
 def test_event_without_data_is_not_dispatched() -> None:
