@@ -1,0 +1,934 @@
+"""The ``openai-completions`` provider: OpenAI Chat Completions streaming, as pi-ai 0.73.1 does it.
+
+One ``POST {baseUrl}/chat/completions`` with ``stream: true``; the answer is a
+``text/event-stream`` of ``chat.completion.chunk`` objects ending with ``data: [DONE]``. The
+provider turns the chunks into pi's event protocol the way pi's ``openai-completions`` provider
+does:
+
+* one text block and one thinking block at most, each opened by its first non-empty delta;
+  reasoning is read from the first non-empty of ``reasoning_content``, ``reasoning`` and
+  ``reasoning_text``, and that field's name becomes the block's ``thinkingSignature`` so the
+  reasoning goes back in the same field when the conversation is replayed;
+* tool calls keyed by their stream ``index`` (or id), every ``tool_calls`` entry giving a
+  ``toolcall_delta`` (its ``delta`` may be empty), arguments shown parsed as they stream;
+* OpenRouter's encrypted ``reasoning_details`` kept as the matching tool call's
+  ``thoughtSignature`` and sent back as ``reasoning_details``;
+* every block's ``*_end`` event only once the stream is over, in block order;
+* usage from ``usage`` (or ``choices[0].usage``), cache reads and writes separated, cost from
+  the model's prices; ``finish_reason`` mapped to pi's stop reasons.
+
+The request body honours the compatibility flags of :mod:`pitrio.providers._openai_compat`
+(system prompt role, max-tokens field, reasoning parameters, tool-result names, ``store``,
+``stream_options``, Anthropic-style cache markers ...).
+
+Failures are data: an HTTP error status gives ``"<status> <error.message>"`` as the OpenAI SDK
+words it, a dropped connection or invalid event its own message, all ending the stream with
+``stopReason: "error"``; nothing is raised. Cancellation (abort) propagates and the stream
+driver ends the message with ``"aborted"``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+import orjson
+
+from pitrio.codec import dumps
+from pitrio.providers._events import (
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from pitrio.providers._http import HTTPStatusError, describe_failure, new_message_builder
+from pitrio.providers._http import open_sse as open_sse
+from pitrio.providers._http import sse_json as sse_json
+from pitrio.providers._json_parse import parse_streaming_json
+from pitrio.providers._messages import (
+    AssistantMessage,
+    CacheRetention,
+    Context,
+    ImageContent,
+    Message,
+    Model,
+    StopReason,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from pitrio.providers._models import clamp_thinking_level, with_cost
+from pitrio.providers._openai_compat import (
+    COMPLETIONS_API,
+    NO_KEY_NEEDED,
+    CompletionsCompat,
+    get_compat,
+    mistral_tool_call_id_normalizer,
+    resolve_api_key,
+)
+from pitrio.providers._partial import AssistantMessageBuilder
+from pitrio.providers._registry import (
+    ApiProvider,
+    ProviderError,
+    ProviderRegistry,
+    default_registry,
+)
+from pitrio.providers._stream import AssistantMessageEventStream
+from pitrio.providers._transform import transform_messages
+
+__all__ = [
+    "OPENAI_COMPLETIONS_PROVIDER",
+    "build_params",
+    "convert_messages",
+    "register_openai_completions",
+    "stream_openai_completions",
+    "stream_simple_openai_completions",
+]
+
+REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "reasoning_text")
+"""Delta fields servers put reasoning in; the first non-empty one is used (pi's order)."""
+SIMPLE_MAX_TOKENS_CAP: Final = 32_000
+"""``stream_simple`` asks for ``min(model.max_tokens, 32000)`` unless told otherwise (pi)."""
+TOOL_RESULT_IMAGE_PLACEHOLDER: Final = "(see attached image)"
+TOOL_RESULT_IMAGES_INTRO: Final = "Attached image(s) from tool result:"
+BRIDGING_ASSISTANT_TEXT: Final = "I have processed the tool results."
+OPENAI_TOOL_CALL_ID_LIMIT: Final = 40
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_NOT_ID_CHAR: Final = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class MissingApiKey(ProviderError):
+    """No API key was given or found in the environment."""
+
+
+class StreamErrorChunk(ProviderError):
+    """The server sent an ``{"error": ...}`` object inside the event stream."""
+
+
+class FinishReasonError(ProviderError):
+    """The response finished with a reason pi treats as an error (``content_filter`` ...)."""
+
+
+def sanitize_surrogates(text: str) -> str:
+    """Drop lone UTF-16 surrogates (JSON from JavaScript can hold them; no server accepts them)."""
+    return _LONE_SURROGATE.sub("", text) if _LONE_SURROGATE.search(text) else text
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+async def stream_openai_completions(
+    model: Model, context: Context, options: StreamOptions, out: AssistantMessageEventStream
+) -> None:
+    """Stream one response with API-specific options (pi's ``streamOpenAICompletions``).
+
+    ``options.provider_options`` may hold ``reasoning_effort`` (``"minimal"`` ... ``"xhigh"``)
+    and ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or
+    ``{"type": "function", "function": {"name": ...}}``); pi's camelCase spellings
+    (``reasoningEffort``, ``toolChoice``) are accepted too.
+    """
+    extra = options.provider_options or {}
+    api_key = resolve_api_key(model, options.api_key)
+    if api_key is None:
+        # The OpenAI SDK's own fallback, which pi relies on.
+        api_key = os.environ.get("OPENAI_API_KEY") or None
+    await _run(
+        model,
+        context,
+        options,
+        out,
+        api_key=api_key,
+        missing_key_message=(
+            "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it "
+            "as an argument."
+        ),
+        reasoning_effort=_option(extra, "reasoning_effort", "reasoningEffort"),
+        tool_choice=_option(extra, "tool_choice", "toolChoice"),
+        max_tokens=options.max_tokens,
+    )
+
+
+async def stream_simple_openai_completions(
+    model: Model, context: Context, options: StreamOptions, out: AssistantMessageEventStream
+) -> None:
+    """Stream one response with the unified options (pi's ``streamSimpleOpenAICompletions``).
+
+    ``options.reasoning`` is clamped to the levels the model supports; the output cap defaults
+    to ``min(model.max_tokens, 32000)``. ``provider_options["tool_choice"]`` is passed on.
+    """
+    extra = options.provider_options or {}
+    api_key = resolve_api_key(model, options.api_key)
+    effort: str | None = None
+    if options.reasoning:
+        clamped = clamp_thinking_level(model, options.reasoning)
+        effort = None if clamped == "off" else clamped
+    max_tokens = options.max_tokens
+    if max_tokens is None and model.max_tokens > 0:
+        max_tokens = min(model.max_tokens, SIMPLE_MAX_TOKENS_CAP)
+    await _run(
+        model,
+        context,
+        options,
+        out,
+        api_key=api_key,
+        missing_key_message=f"No API key for provider: {model.provider}",
+        reasoning_effort=effort,
+        tool_choice=_option(extra, "tool_choice", "toolChoice"),
+        max_tokens=max_tokens,
+    )
+
+
+def _option(options: Mapping[str, Any], snake: str, camel: str) -> Any:
+    value = options.get(snake)
+    return options.get(camel) if value is None else value
+
+
+# --------------------------------------------------------------------------- the run
+
+
+async def _run(
+    model: Model,
+    context: Context,
+    options: StreamOptions,
+    out: AssistantMessageEventStream,
+    *,
+    api_key: str | None,
+    missing_key_message: str,
+    reasoning_effort: str | None,
+    tool_choice: Any,
+    max_tokens: int | None,
+) -> None:
+    builder = new_message_builder(model)
+    out.attach(builder)
+    try:
+        if api_key is None:
+            raise MissingApiKey(missing_key_message)
+        compat = get_compat(model)
+        retention = resolve_cache_retention(options.cache_retention)
+        session_id = None if retention == "none" else options.session_id
+        headers = build_headers(model, api_key, options.headers, session_id, compat)
+        body: Any = build_params(
+            model,
+            context,
+            compat=compat,
+            cache_retention=retention,
+            session_id=options.session_id,
+            max_tokens=max_tokens,
+            temperature=options.temperature,
+            reasoning_effort=reasoning_effort,
+            tool_choice=tool_choice,
+        )
+        if options.on_payload is not None:
+            replaced = options.on_payload(body, model)
+            if inspect.isawaitable(replaced):
+                replaced = await replaced
+            if replaced is not None:
+                body = replaced
+        reader = _ChunkReader(model, builder, out)
+        async with open_sse(
+            chat_completions_url(model.base_url),
+            headers=headers,
+            body=body,
+            timeout_ms=options.timeout_ms,
+            max_retries=options.max_retries,
+            max_retry_delay_ms=options.max_retry_delay_ms,
+        ) as events:
+            await out.emit(StartEvent(partial=builder.snapshot()))
+            finished = False
+            async for event in events:
+                if finished:
+                    continue  # the SDK reads on to the end of the body, ignoring the rest
+                if event.data.startswith("[DONE]"):
+                    finished = True
+                    continue
+                chunk = sse_json(event)
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    raise StreamErrorChunk(_api_error_text(None, chunk["error"], None))
+                await reader.feed(chunk)
+        await reader.finish_blocks()
+        if builder.stop_reason == "error":
+            raise FinishReasonError(
+                builder.header.error_message or "Provider returned an error stop reason"
+            )
+    except Exception as exc:
+        builder.update(stop_reason="error", error_message=_failure_text(exc))
+        await out.emit(ErrorEvent(reason="error", error=builder.build()))
+        return
+    message = builder.build()
+    await out.emit(DoneEvent(reason=_done_reason(message), message=message))
+
+
+def _done_reason(message: AssistantMessage) -> Literal["stop", "length", "toolUse"]:
+    reason = message.stop_reason
+    assert reason in ("stop", "length", "toolUse"), reason
+    return reason
+
+
+def _failure_text(exc: BaseException) -> str:
+    if isinstance(exc, HTTPStatusError):
+        try:
+            parsed = orjson.loads(exc.body) if exc.body else None
+        except orjson.JSONDecodeError:
+            return _api_error_text(exc.status, None, exc.body or None)
+        error = parsed.get("error") if isinstance(parsed, dict) else None
+        return _api_error_text(exc.status, error, None)
+    return describe_failure(exc)
+
+
+def _api_error_text(status: int | None, error: Any, message: str | None) -> str:
+    """Word an API error as the OpenAI SDK does (``APIError.makeMessage``), plus OpenRouter's
+    ``metadata.raw`` detail as pi appends it."""
+    text: str | None
+    if isinstance(error, dict) and error.get("message"):
+        inner = error["message"]
+        text = inner if isinstance(inner, str) else orjson.dumps(inner).decode()
+    elif error:
+        text = orjson.dumps(error).decode()
+    else:
+        text = message
+    if status and text:
+        result = f"{status} {text}"
+    elif status:
+        result = f"{status} status code (no body)"
+    else:
+        result = text or "(no status code or body)"
+    if isinstance(error, dict):
+        metadata = error.get("metadata")
+        raw = metadata.get("raw") if isinstance(metadata, dict) else None
+        if raw:
+            result += f"\n{raw if isinstance(raw, str) else orjson.dumps(raw).decode()}"
+    return result
+
+
+def chat_completions_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, joined as the OpenAI SDK joins paths."""
+    return (
+        base_url[:-1] + "/chat/completions"
+        if base_url.endswith("/")
+        else (base_url + "/chat/completions")
+    )
+
+
+def resolve_cache_retention(retention: CacheRetention | None) -> CacheRetention:
+    """The option, else ``"long"`` when ``PI_CACHE_RETENTION=long``, else ``"short"`` (pi)."""
+    if retention:
+        return retention
+    return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+
+
+def build_headers(
+    model: Model,
+    api_key: str,
+    option_headers: Mapping[str, str] | None,
+    session_id: str | None,
+    compat: CompletionsCompat,
+) -> dict[str, str]:
+    """Request headers: auth, the model's headers, session affinity, then the option headers."""
+    headers: dict[str, str] = {}
+    if api_key != NO_KEY_NEEDED:
+        headers["Authorization"] = f"Bearer {api_key}"
+    headers.update(model.headers or {})
+    if session_id and compat.send_session_affinity_headers:
+        headers["session_id"] = session_id
+        headers["x-client-request-id"] = session_id
+        headers["x-session-affinity"] = session_id
+    headers.update(option_headers or {})
+    return headers
+
+
+# --------------------------------------------------------------------------- the response
+
+
+class _ChunkReader:
+    """Turns ``chat.completion.chunk`` objects into events on one builder."""
+
+    def __init__(
+        self, model: Model, builder: AssistantMessageBuilder, out: AssistantMessageEventStream
+    ) -> None:
+        self._model = model
+        self._builder = builder
+        self._out = out
+        self._text: int | None = None
+        self._thinking: int | None = None
+        self._by_stream_index: dict[int, int] = {}
+        self._by_id: dict[str, int] = {}
+        self._stream_index_of: dict[int, int | None] = {}
+        self._response_id_set = False
+        self._response_model_set = False
+
+    async def feed(self, chunk: Any) -> None:
+        if not isinstance(chunk, dict):
+            return
+        builder = self._builder
+        chunk_id = chunk.get("id")
+        if chunk_id and not self._response_id_set:
+            builder.update(response_id=chunk_id)
+            self._response_id_set = True
+        chunk_model = chunk.get("model")
+        if (
+            isinstance(chunk_model, str)
+            and chunk_model
+            and chunk_model != self._model.id
+            and not self._response_model_set
+        ):
+            builder.update(response_model=chunk_model)
+            self._response_model_set = True
+        usage = chunk.get("usage")
+        if usage:
+            builder.update(usage=parse_chunk_usage(usage, self._model))
+        choices = chunk.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            return
+        if not usage and choice.get("usage"):
+            # Some servers (Moonshot) report usage on the choice.
+            builder.update(usage=parse_chunk_usage(choice["usage"], self._model))
+        finish_reason = choice.get("finish_reason")
+        if finish_reason:
+            stop_reason, error_message = map_stop_reason(finish_reason)
+            builder.update(stop_reason=stop_reason)
+            if error_message:
+                builder.update(error_message=error_message)
+        delta = choice.get("delta")
+        if not delta or not isinstance(delta, dict):
+            return
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            await self._text_delta(content)
+        for field in REASONING_FIELDS:
+            value = delta.get(field)
+            if isinstance(value, str) and value:
+                await self._thinking_delta(value, field)
+                break
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            for tool_call in tool_calls:
+                await self._tool_call_delta(tool_call)
+        details = delta.get("reasoning_details")
+        if isinstance(details, list):
+            self._reasoning_details(details)
+
+    async def _text_delta(self, text: str) -> None:
+        builder = self._builder
+        if self._text is None:
+            self._text = builder.add_text()
+            await self._out.emit(
+                TextStartEvent(content_index=self._text, partial=builder.snapshot())
+            )
+        builder.append(self._text, text)
+        await self._out.emit(
+            TextDeltaEvent(content_index=self._text, delta=text, partial=builder.snapshot())
+        )
+
+    async def _thinking_delta(self, text: str, field: str) -> None:
+        builder = self._builder
+        if self._thinking is None:
+            self._thinking = builder.add_thinking(signature=field)
+            await self._out.emit(
+                ThinkingStartEvent(content_index=self._thinking, partial=builder.snapshot())
+            )
+        builder.append(self._thinking, text)
+        await self._out.emit(
+            ThinkingDeltaEvent(content_index=self._thinking, delta=text, partial=builder.snapshot())
+        )
+
+    async def _tool_call_delta(self, tool_call: Any) -> None:
+        if not isinstance(tool_call, dict):
+            return
+        builder = self._builder
+        raw_index = tool_call.get("index")
+        stream_index: int | None = None
+        if isinstance(raw_index, int | float) and not isinstance(raw_index, bool):
+            stream_index = int(raw_index)
+        call_id = tool_call.get("id") or ""
+        function = tool_call.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        name = function.get("name") or ""
+        index = self._by_stream_index.get(stream_index) if stream_index is not None else None
+        if index is None and call_id:
+            index = self._by_id.get(call_id)
+        if index is None:
+            index = builder.add_tool_call(id=call_id, name=name)
+            self._stream_index_of[index] = stream_index
+            if stream_index is not None:
+                self._by_stream_index[stream_index] = index
+            if call_id:
+                self._by_id[call_id] = index
+            await self._out.emit(
+                ToolCallStartEvent(content_index=index, partial=builder.snapshot())
+            )
+        if stream_index is not None and self._stream_index_of.get(index) is None:
+            self._stream_index_of[index] = stream_index
+            self._by_stream_index[stream_index] = index
+        if call_id:
+            self._by_id[call_id] = index
+        block = builder.block(index)
+        assert isinstance(block, ToolCall)
+        if not block.id and call_id:
+            builder.set_tool_call(index, id=call_id)
+        if not block.name and name:
+            builder.set_tool_call(index, name=name)
+        arguments = function.get("arguments")
+        delta = ""
+        if arguments:
+            delta = arguments
+            builder.append(index, arguments)
+        await self._out.emit(
+            ToolCallDeltaEvent(content_index=index, delta=delta, partial=builder.snapshot())
+        )
+
+    def _reasoning_details(self, details: list[Any]) -> None:
+        for detail in details:
+            if (
+                isinstance(detail, dict)
+                and detail.get("type") == "reasoning.encrypted"
+                and detail.get("id")
+                and detail.get("data")
+            ):
+                index = self._find_tool_call(detail["id"])
+                if index is not None:
+                    self._builder.set_signature(index, orjson.dumps(detail).decode())
+
+    def _find_tool_call(self, call_id: str) -> int | None:
+        builder = self._builder
+        for index in range(len(builder)):
+            if builder.kind(index) == "toolCall":
+                block = builder.block(index)
+                if isinstance(block, ToolCall) and block.id == call_id:
+                    return index
+        return None
+
+    async def finish_blocks(self) -> None:
+        """Emit every block's end event, in block order (pi ends them all after the stream)."""
+        builder = self._builder
+        out = self._out
+        for index in range(len(builder)):
+            kind = builder.kind(index)
+            if kind == "text":
+                await out.emit(
+                    TextEndEvent(
+                        content_index=index,
+                        content=builder.text_of(index),
+                        partial=builder.snapshot(),
+                    )
+                )
+            elif kind == "thinking":
+                await out.emit(
+                    ThinkingEndEvent(
+                        content_index=index,
+                        content=builder.text_of(index),
+                        partial=builder.snapshot(),
+                    )
+                )
+            else:
+                builder.set_arguments(index, parse_streaming_json(builder.text_of(index)))
+                block = builder.block(index)
+                assert isinstance(block, ToolCall)
+                await out.emit(
+                    ToolCallEndEvent(
+                        content_index=index, tool_call=block, partial=builder.snapshot()
+                    )
+                )
+
+
+def parse_chunk_usage(raw: Mapping[str, Any], model: Model) -> Usage:
+    """Usage in pi's terms: ``cacheRead`` excludes this request's cache writes, cost included."""
+    prompt_tokens = raw.get("prompt_tokens") or 0
+    details = raw.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    reported_cached = details.get("cached_tokens")
+    if reported_cached is None:
+        reported_cached = raw.get("prompt_cache_hit_tokens")
+    if reported_cached is None:
+        reported_cached = 0
+    cache_write = details.get("cache_write_tokens") or 0
+    # Some servers (OpenRouter) count this request's cache writes in cached_tokens too.
+    cache_read = max(0, reported_cached - cache_write) if cache_write > 0 else reported_cached
+    input_tokens = max(0, prompt_tokens - cache_read - cache_write)
+    output_tokens = raw.get("completion_tokens") or 0  # reasoning tokens included
+    usage = Usage(
+        input=input_tokens,
+        output=output_tokens,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total_tokens=input_tokens + output_tokens + cache_read + cache_write,
+    )
+    return with_cost(model, usage)
+
+
+def map_stop_reason(reason: str) -> tuple[StopReason, str | None]:
+    """Map ``finish_reason`` to pi's stop reason and, for failures, an error message."""
+    if reason in ("stop", "end"):
+        return "stop", None
+    if reason == "length":
+        return "length", None
+    if reason in ("function_call", "tool_calls"):
+        return "toolUse", None
+    return "error", f"Provider finish_reason: {reason}"
+
+
+# --------------------------------------------------------------------------- the request
+
+
+def build_params(
+    model: Model,
+    context: Context,
+    *,
+    compat: CompletionsCompat | None = None,
+    cache_retention: CacheRetention = "short",
+    session_id: str | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    reasoning_effort: str | None = None,
+    tool_choice: Any = None,
+) -> dict[str, Any]:
+    """Build the request body pi sends for ``context`` (before ``on_payload``)."""
+    compat = compat or get_compat(model)
+    messages = convert_messages(model, context, compat)
+    cache_control = _cache_control(compat, cache_retention)
+    long_retention = cache_retention == "long" and compat.supports_long_cache_retention
+    params: dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
+    if (
+        ("api.openai.com" in model.base_url and cache_retention != "none") or long_retention
+    ) and session_id is not None:
+        params["prompt_cache_key"] = session_id
+    if long_retention:
+        params["prompt_cache_retention"] = "24h"
+    if compat.supports_usage_in_streaming:
+        params["stream_options"] = {"include_usage": True}
+    if compat.supports_store:
+        params["store"] = False
+    if max_tokens:
+        params[compat.max_tokens_field] = max_tokens
+    if temperature is not None:
+        params["temperature"] = temperature
+    if context.tools:
+        params["tools"] = convert_tools(context.tools, compat)
+        if compat.zai_tool_stream:
+            params["tool_stream"] = True
+    elif _has_tool_history(context.messages):
+        # Proxies in front of Anthropic require `tools` whenever the history has tool calls.
+        params["tools"] = []
+    if cache_control is not None:
+        _apply_cache_control(messages, params.get("tools"), cache_control)
+    if tool_choice:
+        params["tool_choice"] = tool_choice
+    _apply_thinking(params, model, compat, reasoning_effort)
+    explicit = model.compat or {}
+    routing = explicit.get("openRouterRouting")
+    if "openrouter.ai" in model.base_url and routing is not None:
+        params["provider"] = routing
+    gateway = explicit.get("vercelGatewayRouting")
+    if "ai-gateway.vercel.sh" in model.base_url and gateway is not None:
+        selected = {key: gateway[key] for key in ("only", "order") if gateway.get(key)}
+        if selected:
+            params["providerOptions"] = {"gateway": selected}
+    return params
+
+
+def _apply_thinking(
+    params: dict[str, Any], model: Model, compat: CompletionsCompat, effort: str | None
+) -> None:
+    level_map = model.thinking_level_map or {}
+
+    def mapped(level: str) -> Any:
+        value = level_map.get(level)
+        return level if value is None else value
+
+    fmt = compat.thinking_format
+    if not model.reasoning:
+        return
+    if fmt in ("zai", "qwen"):
+        params["enable_thinking"] = bool(effort)
+    elif fmt == "qwen-chat-template":
+        params["chat_template_kwargs"] = {
+            "enable_thinking": bool(effort),
+            "preserve_thinking": True,
+        }
+    elif fmt == "deepseek":
+        params["thinking"] = {"type": "enabled" if effort else "disabled"}
+        if effort:
+            params["reasoning_effort"] = mapped(effort)
+    elif fmt == "openrouter":
+        if effort:
+            params["reasoning"] = {"effort": mapped(effort)}
+        elif model.thinking_level_map is None or "off" not in level_map:
+            params["reasoning"] = {"effort": "none"}
+        elif level_map["off"] is not None:
+            params["reasoning"] = {"effort": level_map["off"]}
+    elif compat.supports_reasoning_effort:
+        if effort:
+            params["reasoning_effort"] = mapped(effort)
+        elif isinstance(level_map.get("off"), str):
+            params["reasoning_effort"] = level_map["off"]
+
+
+def _has_tool_history(messages: Sequence[Message]) -> bool:
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            return True
+        if isinstance(message, AssistantMessage) and message.tool_calls():
+            return True
+    return False
+
+
+def convert_tools(tools: Sequence[Tool], compat: CompletionsCompat) -> list[dict[str, Any]]:
+    """Tool definitions as ``{"type": "function", "function": {...}}``."""
+    converted = []
+    for tool in tools:
+        function: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": dict(tool.parameters),
+        }
+        if compat.supports_strict_mode:
+            function["strict"] = False
+        converted.append({"type": "function", "function": function})
+    return converted
+
+
+def _cache_control(compat: CompletionsCompat, retention: CacheRetention) -> dict[str, str] | None:
+    if compat.cache_control_format != "anthropic" or retention == "none":
+        return None
+    control = {"type": "ephemeral"}
+    if retention == "long" and compat.supports_long_cache_retention:
+        control["ttl"] = "1h"
+    return control
+
+
+def _apply_cache_control(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, control: dict[str, str]
+) -> None:
+    """Anthropic-style markers: system prompt, last tool, last user/assistant text."""
+    for message in messages:
+        if message["role"] in ("system", "developer"):
+            _mark_text(message, control)
+            break
+    if tools:
+        tools[-1]["cache_control"] = control
+    for message in reversed(messages):
+        if message["role"] in ("user", "assistant") and _mark_text(message, control):
+            break
+
+
+def _mark_text(message: dict[str, Any], control: dict[str, str]) -> bool:
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return False
+        message["content"] = [{"type": "text", "text": content, "cache_control": control}]
+        return True
+    if not isinstance(content, list):
+        return False
+    for part in reversed(content):
+        if isinstance(part, dict) and part.get("type") == "text":
+            part["cache_control"] = control
+            return True
+    return False
+
+
+def _tool_call_id_normalizer(model: Model, compat: CompletionsCompat) -> Callable[..., str]:
+    mistral = mistral_tool_call_id_normalizer() if compat.requires_mistral_tool_ids else None
+
+    def normalize(tool_call_id: str, target: Model, source: AssistantMessage) -> str:
+        if mistral is not None:
+            return mistral(tool_call_id)
+        if "|" in tool_call_id:
+            # OpenAI Responses ids are "<call_id>|<item id>"; only the call id fits here.
+            call_id = tool_call_id.split("|", 1)[0]
+            return _NOT_ID_CHAR.sub("_", call_id)[:OPENAI_TOOL_CALL_ID_LIMIT]
+        if model.provider == "openai":
+            return tool_call_id[:OPENAI_TOOL_CALL_ID_LIMIT]
+        return tool_call_id
+
+    return normalize
+
+
+def _image_part(block: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"},
+    }
+
+
+def convert_messages(
+    model: Model, context: Context, compat: CompletionsCompat | None = None
+) -> list[dict[str, Any]]:
+    """The ``messages`` array pi sends for ``context`` (pi's ``convertMessages``)."""
+    compat = compat or get_compat(model)
+    history = transform_messages(context.messages, model, _tool_call_id_normalizer(model, compat))
+    params: list[dict[str, Any]] = []
+    if context.system_prompt:
+        role = "developer" if model.reasoning and compat.supports_developer_role else "system"
+        params.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
+    last_role: str | None = None
+    i = 0
+    while i < len(history):
+        message = history[i]
+        i += 1
+        if (
+            compat.requires_assistant_after_tool_result
+            and last_role == "toolResult"
+            and isinstance(message, UserMessage)
+        ):
+            params.append({"role": "assistant", "content": BRIDGING_ASSISTANT_TEXT})
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                params.append({"role": "user", "content": sanitize_surrogates(message.content)})
+            else:
+                parts = [
+                    {"type": "text", "text": sanitize_surrogates(block.text)}
+                    if isinstance(block, TextContent)
+                    else _image_part(block)
+                    for block in message.content
+                ]
+                if not parts:
+                    continue
+                params.append({"role": "user", "content": parts})
+        elif isinstance(message, AssistantMessage):
+            converted = _convert_assistant(message, model, compat)
+            if converted is None:
+                continue
+            params.append(converted)
+        elif isinstance(message, ToolResultMessage):
+            i -= 1
+            image_parts: list[dict[str, Any]] = []
+            while i < len(history) and isinstance(history[i], ToolResultMessage):
+                result = history[i]
+                assert isinstance(result, ToolResultMessage)
+                i += 1
+                text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+                has_images = any(isinstance(b, ImageContent) for b in result.content)
+                tool_message: dict[str, Any] = {
+                    "role": "tool",
+                    "content": sanitize_surrogates(text or TOOL_RESULT_IMAGE_PLACEHOLDER),
+                    "tool_call_id": result.tool_call_id,
+                }
+                if compat.requires_tool_result_name and result.tool_name:
+                    tool_message["name"] = result.tool_name
+                params.append(tool_message)
+                if has_images and "image" in model.input:
+                    image_parts.extend(
+                        _image_part(b) for b in result.content if isinstance(b, ImageContent)
+                    )
+            if image_parts:
+                if compat.requires_assistant_after_tool_result:
+                    params.append({"role": "assistant", "content": BRIDGING_ASSISTANT_TEXT})
+                params.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": TOOL_RESULT_IMAGES_INTRO},
+                            *image_parts,
+                        ],
+                    }
+                )
+                last_role = "user"
+            else:
+                last_role = "toolResult"
+            continue
+        last_role = message.role
+    return params
+
+
+def _convert_assistant(
+    message: AssistantMessage, model: Model, compat: CompletionsCompat
+) -> dict[str, Any] | None:
+    converted: dict[str, Any] = {
+        "role": "assistant",
+        "content": "" if compat.requires_assistant_after_tool_result else None,
+    }
+    text_parts = [
+        {"type": "text", "text": sanitize_surrogates(block.text)}
+        for block in message.content
+        if isinstance(block, TextContent) and block.text.strip()
+    ]
+    text = "".join(part["text"] for part in text_parts)
+    thinking = [
+        block
+        for block in message.content
+        if isinstance(block, ThinkingContent) and block.thinking.strip()
+    ]
+    if thinking and compat.requires_thinking_as_text:
+        # Plain text, no tags: tagged reasoning tends to be imitated by the model.
+        joined = "\n\n".join(sanitize_surrogates(block.thinking) for block in thinking)
+        converted["content"] = [{"type": "text", "text": joined}, *text_parts]
+    else:
+        # A plain string: some servers echo a list of parts back literally.
+        if text:
+            converted["content"] = text
+        signature = thinking[0].thinking_signature if thinking else None
+        if signature:
+            # The reasoning goes back in the field it came in (reasoning_content ...).
+            converted[signature] = "\n".join(block.thinking for block in thinking)
+    calls = message.tool_calls()
+    if calls:
+        converted["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": dumps(call.arguments).decode()},
+            }
+            for call in calls
+        ]
+        details = [
+            detail
+            for detail in (_parse_signature(call.thought_signature) for call in calls)
+            if detail
+        ]
+        if details:
+            converted["reasoning_details"] = details
+    if (
+        compat.requires_reasoning_content_on_assistant_messages
+        and model.reasoning
+        and "reasoning_content" not in converted
+    ):
+        converted["reasoning_content"] = ""
+    content = converted["content"]
+    if not content and "tool_calls" not in converted:
+        return None  # servers reject an assistant message with neither content nor tool calls
+    return converted
+
+
+def _parse_signature(signature: str | None) -> Any:
+    if not signature:
+        return None
+    try:
+        return orjson.loads(signature)
+    except orjson.JSONDecodeError:
+        return None
+
+
+# --------------------------------------------------------------------------- registration
+
+OPENAI_COMPLETIONS_PROVIDER: Final = ApiProvider(
+    api=COMPLETIONS_API,
+    stream=stream_openai_completions,
+    stream_simple=stream_simple_openai_completions,
+)
+"""The ``openai-completions`` provider (OpenAI and every OpenAI-compatible server)."""
+
+
+def register_openai_completions(
+    registry: ProviderRegistry = default_registry, source_id: str | None = None
+) -> None:
+    """Register the ``openai-completions`` provider in ``registry``."""
+    registry.register(OPENAI_COMPLETIONS_PROVIDER, source_id)
