@@ -8,6 +8,18 @@
      +-- ProviderError                           pitrio.providers
      |    +-- ProviderNotFound (also LookupError) no provider for a model's API
      |    +-- ModelNotFound (also LookupError)    no such model in the catalogue
+     |    +-- ModelsJsonError (also ValueError)   a user models.json that cannot be used
+     |    +-- RequestAuthError                    a models.json key or header did not resolve
+     |    +-- HTTPStatusError                     raised inside the HTTP layer, becomes data
+     |    +-- InvalidStreamError                  an SSE event a provider cannot read
+     +-- SessionError                            pitrio.sessions
+     |    +-- SessionFileCorrupt (also ValueError)  a session line that cannot be read (file, line)
+     |    +-- SessionEntryNotFound (also LookupError)
+     |    +-- SessionWriteError (also OSError)     the session file could not be written
+     |    +-- SessionTreeCycle (also ValueError)   parentId links that loop
+     |    +-- CompactionError                      compaction could not run or summarise
+     +-- SettingsError                           pitrio.sessions settings
+     |    +-- SettingsFileError (also ValueError)  a settings.json that is not valid JSON
      +-- ToolError                               pitrio.tools (turned into error tool results)
           +-- ToolNotFound (also LookupError)
           +-- ToolArgumentsInvalid (also ValueError)  arguments fail the JSON schema

@@ -5,6 +5,23 @@ This layer knows nothing about agents. It imports only :mod:`pitrio.codec` and
 """
 
 from pitrio._publish import publish as _publish
+from pitrio.providers._anthropic import ANTHROPIC_PROVIDER as ANTHROPIC_PROVIDER
+from pitrio.providers._anthropic import AnthropicOptions as AnthropicOptions
+from pitrio.providers._anthropic import register_anthropic as register_anthropic
+from pitrio.providers._anthropic import stream_anthropic as stream_anthropic
+from pitrio.providers._anthropic import stream_simple_anthropic as stream_simple_anthropic
+from pitrio.providers._builtins import BUILTIN_PROVIDERS as BUILTIN_PROVIDERS
+from pitrio.providers._builtins import register_builtin_providers as register_builtin_providers
+from pitrio.providers._custom_models import CustomModels as CustomModels
+from pitrio.providers._custom_models import ModelsJsonError as ModelsJsonError
+from pitrio.providers._custom_models import RequestAuth as RequestAuth
+from pitrio.providers._custom_models import RequestAuthError as RequestAuthError
+from pitrio.providers._custom_models import load_models_json as load_models_json
+from pitrio.providers._custom_models import parse_models_json as parse_models_json
+from pitrio.providers._custom_models import resolve_config_value as resolve_config_value
+from pitrio.providers._env_keys import ENV_API_KEY_VARS as ENV_API_KEY_VARS
+from pitrio.providers._env_keys import find_env_keys as find_env_keys
+from pitrio.providers._env_keys import get_env_api_key as get_env_api_key
 from pitrio.providers._events import ASSISTANT_MESSAGE_EVENT_TYPES as ASSISTANT_MESSAGE_EVENT_TYPES
 from pitrio.providers._events import AssistantMessageEvent as AssistantMessageEvent
 from pitrio.providers._events import DoneEvent as DoneEvent
@@ -29,6 +46,13 @@ from pitrio.providers._faux import faux_text as faux_text
 from pitrio.providers._faux import faux_thinking as faux_thinking
 from pitrio.providers._faux import faux_tool_call as faux_tool_call
 from pitrio.providers._faux import register_faux_provider as register_faux_provider
+from pitrio.providers._google import register_google as register_google
+from pitrio.providers._http import HTTPStatusError as HTTPStatusError
+from pitrio.providers._http import InvalidStreamError as InvalidStreamError
+from pitrio.providers._http import current_http_client as current_http_client
+from pitrio.providers._http import make_http_client as make_http_client
+from pitrio.providers._http import open_http_client as open_http_client
+from pitrio.providers._json_parse import parse_streaming_json as parse_streaming_json
 from pitrio.providers._messages import EMPTY_USAGE as EMPTY_USAGE
 from pitrio.providers._messages import Api as Api
 from pitrio.providers._messages import AssistantContentBlock as AssistantContentBlock
@@ -68,6 +92,40 @@ from pitrio.providers._models import get_providers as get_providers
 from pitrio.providers._models import models_are_equal as models_are_equal
 from pitrio.providers._models import supported_thinking_levels as supported_thinking_levels
 from pitrio.providers._models import with_cost as with_cost
+from pitrio.providers._openai_compat import OPENAI_COMPATIBLE_PRESETS as OPENAI_COMPATIBLE_PRESETS
+from pitrio.providers._openai_compat import CompletionsCompat as CompletionsCompat
+from pitrio.providers._openai_compat import OpenAICompatiblePreset as OpenAICompatiblePreset
+from pitrio.providers._openai_compat import UnknownPreset as UnknownPreset
+from pitrio.providers._openai_compat import detect_compat as detect_compat
+from pitrio.providers._openai_compat import get_compat as get_compat
+from pitrio.providers._openai_compat import get_preset as get_preset
+from pitrio.providers._openai_compat import openai_compatible_model as openai_compatible_model
+from pitrio.providers._openai_completions import (
+    OPENAI_COMPLETIONS_PROVIDER as OPENAI_COMPLETIONS_PROVIDER,
+)
+from pitrio.providers._openai_completions import (
+    register_openai_completions as register_openai_completions,
+)
+from pitrio.providers._openai_completions import (
+    stream_openai_completions as stream_openai_completions,
+)
+from pitrio.providers._openai_completions import (
+    stream_simple_openai_completions as stream_simple_openai_completions,
+)
+from pitrio.providers._openai_responses import (
+    OPENAI_RESPONSES_PROVIDER as OPENAI_RESPONSES_PROVIDER,
+)
+from pitrio.providers._openai_responses import OpenAIResponsesOptions as OpenAIResponsesOptions
+from pitrio.providers._openai_responses import (
+    register_openai_responses as register_openai_responses,
+)
+from pitrio.providers._openai_responses import stream_openai_responses as stream_openai_responses
+from pitrio.providers._openai_responses import (
+    stream_simple_openai_responses as stream_simple_openai_responses,
+)
+from pitrio.providers._overflow import OVERFLOW_PATTERNS as OVERFLOW_PATTERNS
+from pitrio.providers._overflow import get_overflow_patterns as get_overflow_patterns
+from pitrio.providers._overflow import is_context_overflow as is_context_overflow
 from pitrio.providers._partial import AssistantMessageBuilder as AssistantMessageBuilder
 from pitrio.providers._partial import PartialAssistantMessage as PartialAssistantMessage
 from pitrio.providers._registry import ApiProvider as ApiProvider
@@ -79,6 +137,8 @@ from pitrio.providers._registry import default_registry as default_registry
 from pitrio.providers._registry import get_api_provider as get_api_provider
 from pitrio.providers._registry import register_api_provider as register_api_provider
 from pitrio.providers._registry import unregister_api_providers as unregister_api_providers
+from pitrio.providers._sse import SSEDecoder as SSEDecoder
+from pitrio.providers._sse import SSEEvent as SSEEvent
 from pitrio.providers._stream import ASSISTANT_STREAM_BUFFER as ASSISTANT_STREAM_BUFFER
 from pitrio.providers._stream import AssistantMessageEventStream as AssistantMessageEventStream
 from pitrio.providers._stream import complete as complete
@@ -87,11 +147,23 @@ from pitrio.providers._stream import now_ms as now_ms
 from pitrio.providers._stream import start_stream as start_stream
 from pitrio.providers._stream import stream as stream
 from pitrio.providers._stream import stream_simple as stream_simple
+from pitrio.providers._transform import NO_RESULT_PROVIDED as NO_RESULT_PROVIDED
+from pitrio.providers._transform import NormalizeToolCallId as NormalizeToolCallId
+from pitrio.providers._transform import transform_messages as transform_messages
 
 __all__ = [
+    "ANTHROPIC_PROVIDER",
     "ASSISTANT_MESSAGE_EVENT_TYPES",
     "ASSISTANT_STREAM_BUFFER",
+    "BUILTIN_PROVIDERS",
     "EMPTY_USAGE",
+    "ENV_API_KEY_VARS",
+    "NO_RESULT_PROVIDED",
+    "OPENAI_COMPATIBLE_PRESETS",
+    "OPENAI_COMPLETIONS_PROVIDER",
+    "OPENAI_RESPONSES_PROVIDER",
+    "OVERFLOW_PATTERNS",
+    "AnthropicOptions",
     "Api",
     "ApiProvider",
     "AssistantContentBlock",
@@ -100,28 +172,40 @@ __all__ = [
     "AssistantMessageEvent",
     "AssistantMessageEventStream",
     "CacheRetention",
+    "CompletionsCompat",
     "ContentBlock",
     "Context",
     "Cost",
+    "CustomModels",
     "DoneEvent",
     "ErrorEvent",
     "FauxModelDefinition",
     "FauxProvider",
     "FauxState",
+    "HTTPStatusError",
     "ImageContent",
     "InputKind",
+    "InvalidStreamError",
     "Message",
     "Model",
     "ModelCatalogue",
     "ModelCost",
     "ModelNotFound",
     "ModelThinkingLevel",
+    "ModelsJsonError",
+    "NormalizeToolCallId",
     "OnPayload",
+    "OpenAICompatiblePreset",
+    "OpenAIResponsesOptions",
     "PartialAssistantMessage",
     "ProviderError",
     "ProviderNotFound",
     "ProviderRegistry",
     "ProviderStreamFn",
+    "RequestAuth",
+    "RequestAuthError",
+    "SSEDecoder",
+    "SSEEvent",
     "StartEvent",
     "StopReason",
     "StreamOptions",
@@ -142,6 +226,7 @@ __all__ = [
     "ToolCallStartEvent",
     "ToolResultMessage",
     "Transport",
+    "UnknownPreset",
     "Usage",
     "UserContentBlock",
     "UserMessage",
@@ -149,28 +234,56 @@ __all__ = [
     "clamp_thinking_level",
     "complete",
     "complete_simple",
+    "current_http_client",
     "default_catalogue",
     "default_registry",
+    "detect_compat",
     "faux_assistant_message",
     "faux_text",
     "faux_thinking",
     "faux_tool_call",
     "final_message",
+    "find_env_keys",
     "get_api_provider",
+    "get_compat",
+    "get_env_api_key",
     "get_model",
     "get_models",
+    "get_overflow_patterns",
+    "get_preset",
     "get_providers",
+    "is_context_overflow",
     "is_terminal",
+    "load_models_json",
+    "make_http_client",
     "models_are_equal",
     "now_ms",
+    "open_http_client",
+    "openai_compatible_model",
+    "parse_models_json",
+    "parse_streaming_json",
+    "register_anthropic",
     "register_api_provider",
+    "register_builtin_providers",
     "register_faux_provider",
+    "register_google",
+    "register_openai_completions",
+    "register_openai_responses",
+    "resolve_config_value",
     "start_stream",
     "stream",
+    "stream_anthropic",
+    "stream_openai_completions",
+    "stream_openai_responses",
     "stream_simple",
+    "stream_simple_anthropic",
+    "stream_simple_openai_completions",
+    "stream_simple_openai_responses",
     "supported_thinking_levels",
+    "transform_messages",
     "unregister_api_providers",
     "with_cost",
 ]
 
 _publish(globals(), __all__)
+register_builtin_providers(default_registry)

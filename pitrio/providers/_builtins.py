@@ -1,0 +1,29 @@
+"""The built-in wire-API providers, registered when :mod:`pitrio.providers` is imported.
+
+pi-ai registers its providers on import; pitrio does the same for the default registry, and
+:func:`register_builtin_providers` fills any other :class:`ProviderRegistry` a host keeps.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pitrio.providers._anthropic import ANTHROPIC_PROVIDER
+from pitrio.providers._google import google_provider
+from pitrio.providers._openai_completions import OPENAI_COMPLETIONS_PROVIDER
+from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
+from pitrio.providers._registry import ApiProvider, ProviderRegistry
+
+BUILTIN_SOURCE: Final = "pitrio:builtin"
+BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
+    OPENAI_COMPLETIONS_PROVIDER,
+    OPENAI_RESPONSES_PROVIDER,
+    ANTHROPIC_PROVIDER,
+    google_provider,
+)
+
+
+def register_builtin_providers(registry: ProviderRegistry) -> None:
+    """Register the four HTTP providers in ``registry`` (source id ``"pitrio:builtin"``)."""
+    for provider in BUILTIN_PROVIDERS:
+        registry.register(provider, BUILTIN_SOURCE)

@@ -1,0 +1,153 @@
+"""One conversation across all four wire APIs, each over its own loopback server.
+
+Turn by turn the conversation moves Anthropic -> OpenAI Responses -> OpenAI Completions ->
+Google -> Anthropic. Each turn's request is read back from the server it went to and checked
+for what cross-provider handoff must guarantee: every earlier tool call arrives with its result,
+tool-call ids are in the form the receiving API accepts (and calls still pair with their
+results), and thinking from another model is never replayed as that API's signed reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import attrs
+
+from pitrio.providers import (
+    AssistantMessage,
+    Context,
+    Message,
+    Model,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    complete,
+    default_catalogue,
+)
+from pitrio.providers._http import open_http_client
+
+import fixtures_anthropic as anth
+import fixtures_google as goog
+import fixtures_openai_completions as comp
+import fixtures_openai_responses as resp
+from loopback import serve, sse_handler
+
+TOOLS = [
+    Tool(
+        name=name,
+        description=f"The {name} tool.",
+        parameters={"type": "object", "properties": {}, "additionalProperties": True},
+    )
+    for name in ("read", "bash", "get_weather")
+]
+
+
+def model(provider: str, model_id: str, base_url: str) -> Model:
+    found = default_catalogue.get(provider, model_id)
+    assert found is not None, f"{provider}/{model_id} is not in the catalogue"
+    return attrs.evolve(found, base_url=base_url)
+
+
+def results_for(message: AssistantMessage, at: int) -> list[ToolResultMessage]:
+    return [
+        ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=[TextContent(text=f"result of {call.name} {json.dumps(call.arguments)}")],
+            is_error=False,
+            timestamp=at,
+        )
+        for call in message.tool_calls()
+    ]
+
+
+async def turn(
+    model: Model, body: bytes, messages: list[Message]
+) -> tuple[AssistantMessage, dict[str, Any]]:
+    async with serve(sse_handler(body, chunk_size=97)) as server:
+        target = attrs.evolve(model, base_url=server.url(model.base_url))
+        context = Context(system_prompt="You are helpful.", messages=messages, tools=TOOLS)
+        message = await complete(target, context, StreamOptions(api_key="test-key"))
+    assert message.stop_reason in ("stop", "toolUse"), message.error_message
+    return message, server.requests[0].json()
+
+
+def user(text: str, at: int) -> UserMessage:
+    return UserMessage(content=text, timestamp=at)
+
+
+async def test_one_conversation_runs_across_all_four_apis() -> None:
+    claude = model("anthropic", "claude-sonnet-4-5", "")
+    gpt5 = model("openai", "gpt-5", "/v1")
+    gpt4o = attrs.evolve(model("openai", "gpt-4o-mini", "/v1"), api="openai-completions")
+    gemini = model("google", "gemini-2.5-flash", "/v1beta")
+    history: list[Message] = [user("Look at main.py and list the files.", 1)]
+
+    async with open_http_client():
+        # 1. Anthropic: text and two tool calls.
+        first, _ = await turn(claude, anth.to_sse(anth.tool_calls_stream()), history)
+        assert [c.name for c in first.tool_calls()] == ["read", "bash"]
+        history += [first, *results_for(first, 2), user("Now the weather in Paris and Tokyo.", 3)]
+
+        # 2. OpenAI Responses: reasoning, then two calls of its own.
+        second, body2 = await turn(gpt5, resp.tool_calls_stream().sse(), history)
+        assert isinstance(second.content[0], ThinkingContent)
+        assert len(second.tool_calls()) == 2
+        calls = [i for i in body2["input"] if i.get("type") == "function_call"]
+        outputs = [i for i in body2["input"] if i.get("type") == "function_call_output"]
+        assert [c["name"] for c in calls] == ["read", "bash"]
+        assert {c["call_id"] for c in calls} == {o["call_id"] for o in outputs}
+        # Anthropic's text arrives as an assistant message; no reasoning item is invented.
+        assert not [i for i in body2["input"] if i.get("type") == "reasoning"]
+        history += [second, *results_for(second, 4), user("Thanks. Anything else?", 5)]
+
+        # 3. OpenAI Completions: two more calls, streamed in small pieces.
+        third, body3 = await turn(gpt4o, comp.parallel_tool_call_stream(), history)
+        assert len(third.tool_calls()) == 2
+        sent_calls = [
+            call
+            for m in body3["messages"]
+            if m["role"] == "assistant"
+            for call in m.get("tool_calls") or []
+        ]
+        tool_messages = [m for m in body3["messages"] if m["role"] == "tool"]
+        assert len(sent_calls) == 4
+        assert [c["id"] for c in sent_calls] == [m["tool_call_id"] for m in tool_messages]
+        # The Responses reasoning (another model's) is not replayed as reasoning fields.
+        assert all("reasoning_content" not in m for m in body3["messages"])
+        history += [third, *results_for(third, 6), user("Summarise everything.", 7)]
+
+        # 4. Google: a plain answer; every earlier call goes as functionCall/functionResponse.
+        fourth, body4 = await turn(gemini, goog.sse(goog.text_chunks()), history)
+        assert fourth.text() == "Hello there, how can I help you today?"
+        parts = [p for c in body4["contents"] for p in c["parts"]]
+        function_calls = [p["functionCall"] for p in parts if "functionCall" in p]
+        function_responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        assert len(function_calls) == len(function_responses) == 6
+        # Signatures from other providers are never sent as Gemini thought signatures.
+        assert not [p for p in parts if p.get("thought")]
+        history += [fourth, user("One last check.", 8)]
+
+        # 5. Back to Anthropic: ids must match its pattern and still pair with their results.
+        fifth, body5 = await turn(claude, anth.to_sse(anth.text_stream()), history)
+        assert fifth.text() == anth.TEXT
+    blocks = [b for m in body5["messages"] for b in m["content"] if isinstance(b, dict)]
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    assert len(uses) == len(results) == 6
+    assert [u["id"] for u in uses] == [r["tool_use_id"] for r in results]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", u["id"]) for u in uses)
+    # Only Anthropic's own (signed) thinking could be replayed as thinking; none was produced.
+    assert not [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
+    # The Responses reasoning survives the trip as plain text, not lost and not signed.
+    reasoning_text = second.content[0]
+    assert isinstance(reasoning_text, ThinkingContent)
+    assert any(b["type"] == "text" and reasoning_text.thinking in b["text"] for b in blocks)
+    assert all(isinstance(m, UserMessage | AssistantMessage | ToolResultMessage) for m in history)
+    assert isinstance(first.content[1], ToolCall)
