@@ -1,0 +1,191 @@
+"""What a session sends to the model: :func:`build_session_context` (seed 002 s.4.1, s.4.6).
+
+The context is the path from the root to the current leaf, with the latest compaction on that
+path replacing everything before its first kept entry, branch summaries and custom messages
+turned into their message kinds, and the model and thinking level restored from the path.
+Unlike pi, which builds the path with ``Array.unshift`` (quadratic), the walk here is linear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from pitrio.actors import AgentMessage
+from pitrio.codec import extra_field, wire
+from pitrio.providers import AssistantMessage
+from pitrio.sessions._entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomMessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionError,
+    SessionMessageEntry,
+    ThinkingLevelChangeEntry,
+    create_branch_summary_message,
+    create_compaction_summary_message,
+    create_custom_message,
+)
+
+
+class _Unset:
+    """Type of :data:`LAST_ENTRY`."""
+
+    def __repr__(self) -> str:
+        return "LAST_ENTRY"
+
+
+LAST_ENTRY: Final = _Unset()
+"""``leaf_id`` default of :func:`build_session_context`: use the last entry as the leaf."""
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ContextModel:
+    """The model a context was last used with (pi: ``{provider, modelId}``)."""
+
+    provider: str
+    model_id: str
+    extra: dict[str, Any] | None = extra_field()
+
+
+def _messages(items: Sequence[AgentMessage]) -> list[AgentMessage]:
+    return items if isinstance(items, list) else list(items)
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class SessionContext:
+    """The messages for the LLM plus the thinking level and model to restore (pi's shape)."""
+
+    messages: list[AgentMessage] = attrs.field(converter=_messages)
+    thinking_level: str
+    model: ContextModel | None
+    """``None`` when no model change or assistant message is on the path (written as null)."""
+    extra: dict[str, Any] | None = extra_field()
+
+
+class SessionTreeCycle(SessionError, ValueError):
+    """Following ``parentId`` links from an entry came back to an entry already visited.
+
+    Attributes:
+        entry_id: the entry where the walk started.
+    """
+
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(f"the parentId chain of entry {entry_id} has a cycle")
+        self.entry_id = entry_id
+
+
+def path_to_root(
+    start: SessionEntry | None, by_id: Mapping[str, SessionEntry]
+) -> list[SessionEntry]:
+    """The entries from the root to ``start`` (inclusive), in root-to-leaf order.
+
+    Raises:
+        SessionTreeCycle: the ``parentId`` links loop (a damaged file).
+    """
+    path: list[SessionEntry] = []
+    current = start
+    limit = len(by_id) + 1
+    while current is not None:
+        path.append(current)
+        if len(path) > limit:
+            raise SessionTreeCycle(path[0].id)
+        parent = current.parent_id
+        current = by_id.get(parent) if parent else None
+    path.reverse()
+    return path
+
+
+def get_latest_compaction_entry(entries: Sequence[SessionEntry]) -> CompactionEntry | None:
+    """The last ``compaction`` entry of ``entries``, or ``None``."""
+    for entry in reversed(entries):
+        if type(entry) is CompactionEntry:
+            return entry
+    return None
+
+
+def _append_message(messages: list[AgentMessage], entry: SessionEntry) -> None:
+    if type(entry) is SessionMessageEntry:
+        messages.append(entry.message)
+    elif type(entry) is CustomMessageEntry:
+        messages.append(
+            create_custom_message(
+                entry.custom_type, entry.content, entry.display, entry.details, entry.timestamp
+            )
+        )
+    elif type(entry) is BranchSummaryEntry and entry.summary:
+        messages.append(
+            create_branch_summary_message(entry.summary, entry.from_id, entry.timestamp)
+        )
+
+
+def build_session_context(
+    entries: Sequence[SessionEntry],
+    leaf_id: str | _Unset | None = LAST_ENTRY,
+    by_id: Mapping[str, SessionEntry] | None = None,
+) -> SessionContext:
+    """Build the LLM context of the path that ends at ``leaf_id`` (seed 002 s.4.1).
+
+    Args:
+        entries: the session's entries in file order (header excluded).
+        leaf_id: the leaf; ``None`` means "before the first entry" (an empty context); an id
+            that is not found, or :data:`LAST_ENTRY`, means the last entry.
+        by_id: an index of ``entries`` by id, if the caller keeps one.
+
+    Returns:
+        The messages (compaction summary first, then the kept entries, then what follows the
+        compaction), the thinking level (``"off"`` unless changed on the path) and the model
+        (the latest model change or assistant message on the path).
+    """
+    if leaf_id is None:
+        return SessionContext(messages=[], thinking_level="off", model=None)
+    if by_id is None:
+        by_id = {entry.id: entry for entry in entries}
+    leaf = by_id.get(leaf_id) if isinstance(leaf_id, str) else None
+    if leaf is None:
+        if not entries:
+            return SessionContext(messages=[], thinking_level="off", model=None)
+        leaf = entries[-1]
+    path = path_to_root(leaf, by_id)
+
+    thinking_level = "off"
+    model: ContextModel | None = None
+    compaction_index = -1
+    for index, entry in enumerate(path):
+        if type(entry) is SessionMessageEntry:
+            message = entry.message
+            if type(message) is AssistantMessage:
+                model = ContextModel(provider=message.provider, model_id=message.model)
+        elif type(entry) is ThinkingLevelChangeEntry:
+            thinking_level = entry.thinking_level
+        elif type(entry) is ModelChangeEntry:
+            model = ContextModel(provider=entry.provider, model_id=entry.model_id)
+        elif type(entry) is CompactionEntry:
+            compaction_index = index
+
+    messages: list[AgentMessage] = []
+    if compaction_index < 0:
+        for entry in path:
+            _append_message(messages, entry)
+    else:
+        compaction = path[compaction_index]
+        assert isinstance(compaction, CompactionEntry)
+        messages.append(
+            create_compaction_summary_message(
+                compaction.summary, compaction.tokens_before, compaction.timestamp
+            )
+        )
+        kept = False
+        for entry in path[:compaction_index]:
+            if entry.id == compaction.first_kept_entry_id:
+                kept = True
+            if kept:
+                _append_message(messages, entry)
+        for entry in path[compaction_index + 1 :]:
+            _append_message(messages, entry)
+    return SessionContext(messages=messages, thinking_level=thinking_level, model=model)

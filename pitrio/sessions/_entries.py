@@ -1,0 +1,729 @@
+"""The session file's records: header, the nine entry types, and the coding agent's messages.
+
+A session file is JSONL: a :class:`SessionHeader` line, then one :data:`SessionEntry` per line
+(seed 002 s.7.3-7.4, Appendix B). Entries form a tree through ``id``/``parentId``. Every class
+here is a :func:`~pitrio.codec.wire` type, so the codec writes exactly pi's JSON; an entry of a
+``type`` this version does not know decodes to :class:`UnknownEntry`, which keeps its JSON
+verbatim and is written back unchanged.
+
+The message kinds pi-coding-agent adds to ``AgentMessage`` (``bashExecution``, ``custom``,
+``branchSummary``, ``compactionSummary``; seed 002 Appendix A.2) are defined here too and
+registered with :func:`pitrio.actors.register_agent_message`, so a transcript holding them
+round-trips. Their conversion for the LLM lives with the rest of the message handling.
+
+Attribute order follows the order in which pi builds each object, so a file written by pitrio
+reads like one written by pi (optional fields that are set come last, as the codec writes them).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from pitrio._exceptions import PitrioError
+from pitrio.actors import AgentMessage, ExtensionMessage, register_agent_message
+from pitrio.codec import extra_field, from_wire, register_tagged_union, register_type, wire
+from pitrio.providers import (
+    EMPTY_USAGE,
+    AssistantMessage,
+    Cost,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserContentBlock,
+    UserMessage,
+)
+
+CURRENT_SESSION_VERSION: Final = 3
+"""The session file format version pitrio writes (pi 0.73.1's ``CURRENT_SESSION_VERSION``)."""
+
+EntryType: TypeAlias = Literal[
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+]
+"""The ``type`` of each entry kind this version knows."""
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class SessionError(PitrioError):
+    """Root of the session layer's errors."""
+
+
+class SessionFileCorrupt(SessionError, ValueError):
+    """A session file line that cannot be read (not JSON, or not the shape of its entry type).
+
+    A torn *last* line is not an error (a crash can leave one); it is skipped and reported in
+    the manager's ``load_problems``.
+
+    Attributes:
+        path: the file.
+        line_no: the 1-based line number.
+        reason: what is wrong with the line.
+    """
+
+    def __init__(self, path: str, line_no: int, reason: str) -> None:
+        super().__init__(f"{path}:{line_no}: {reason}")
+        self.path = path
+        self.line_no = line_no
+        self.reason = reason
+
+
+class SessionEntryNotFound(SessionError, LookupError):
+    """An operation named an entry id the session does not hold.
+
+    Attributes:
+        entry_id: the id that was not found.
+    """
+
+    def __init__(self, entry_id: str | None) -> None:
+        super().__init__(f"Entry {entry_id} not found")
+        self.entry_id = entry_id
+
+
+class SessionWriteError(SessionError, OSError):
+    """Writing a session file failed (disk full, permissions ...).
+
+    Attributes:
+        path: the file that could not be written.
+    """
+
+    def __init__(self, path: str, cause: OSError) -> None:
+        super().__init__(cause.errno, f"cannot write session file {path}: {cause.strerror}")
+        self.path = path
+
+
+# --------------------------------------------------------------------------- timestamps and ids
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS: Final = timedelta(milliseconds=1)
+
+
+def iso_timestamp(ms: int) -> str:
+    """Format epoch milliseconds as JavaScript's ``Date.prototype.toISOString`` does."""
+    seconds, millis = divmod(ms, 1000)
+    t = time.gmtime(seconds)
+    return (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z"
+    )
+
+
+def timestamp_ms(iso: str) -> int:
+    """Parse an ISO 8601 timestamp to epoch milliseconds (JavaScript's ``Date.parse``).
+
+    A timestamp without an offset is read as UTC. Text that is not a timestamp gives 0 (where
+    JavaScript would produce ``NaN``, which pi writes as ``null``; a number field cannot hold it).
+    """
+    try:
+        parsed = datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return 0
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return (parsed - _EPOCH) // _ONE_MS
+
+
+def random_entry_id() -> str:
+    """Eight random hex digits (pi: the first 8 characters of a random UUID)."""
+    return os.urandom(4).hex()
+
+
+def uuid7() -> str:
+    """A time-ordered UUID version 7 (RFC 9562), as pi uses for session ids."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+MAX_ID_ATTEMPTS: Final = 100
+"""Random ids tried before giving up on a short one (pi's ``generateId``)."""
+
+
+def generate_id(taken: Mapping[str, Any] | set[str], new_id: Callable[[], str]) -> str:
+    """Return an id from ``new_id`` that is not in ``taken``; a full UUID if 100 tries collide."""
+    for _ in range(MAX_ID_ATTEMPTS):
+        candidate = new_id()
+        if candidate not in taken:
+            return candidate
+    return str(uuid.uuid4())
+
+
+# --------------------------------------------------------------------------- coding-agent messages
+
+
+def _content(
+    content: str | Iterable[TextContent | ImageContent],
+) -> str | tuple[UserContentBlock, ...]:
+    if isinstance(content, str | tuple):
+        return content
+    return tuple(content)
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class BashExecutionMessage(ExtensionMessage):
+    """A command the user ran with ``!`` / ``!!`` and its output (role ``bashExecution``)."""
+
+    role: Literal["bashExecution"] = attrs.field(default="bashExecution", init=False)
+    command: str
+    output: str
+    exit_code: int | None = None
+    """``None`` when the command was cancelled or the exit code is unknown."""
+    cancelled: bool
+    truncated: bool
+    full_output_path: str | None = None
+    timestamp: int
+    exclude_from_context: bool | None = None
+    """True for ``!!`` commands: kept in the session, never sent to the model."""
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class CustomMessage(ExtensionMessage):
+    """A message an extension injected into the context (role ``custom``)."""
+
+    role: Literal["custom"] = attrs.field(default="custom", init=False)
+    custom_type: str
+    content: str | tuple[UserContentBlock, ...] = attrs.field(converter=_content)
+    display: bool
+    details: Any = None
+    timestamp: int
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class BranchSummaryMessage(ExtensionMessage):
+    """The summary of a branch the conversation came back from (role ``branchSummary``)."""
+
+    role: Literal["branchSummary"] = attrs.field(default="branchSummary", init=False)
+    summary: str
+    from_id: str
+    timestamp: int
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class CompactionSummaryMessage(ExtensionMessage):
+    """The summary that replaces compacted history (role ``compactionSummary``)."""
+
+    role: Literal["compactionSummary"] = attrs.field(default="compactionSummary", init=False)
+    summary: str
+    tokens_before: int
+    timestamp: int
+    extra: dict[str, Any] | None = extra_field()
+
+
+def create_branch_summary_message(
+    summary: str, from_id: str, timestamp: str
+) -> BranchSummaryMessage:
+    """The context message of a ``branch_summary`` entry (``timestamp`` is the entry's ISO time)."""
+    return BranchSummaryMessage(summary=summary, from_id=from_id, timestamp=timestamp_ms(timestamp))
+
+
+def create_compaction_summary_message(
+    summary: str, tokens_before: int, timestamp: str
+) -> CompactionSummaryMessage:
+    """The context message of a ``compaction`` entry (``timestamp`` is the entry's ISO time)."""
+    return CompactionSummaryMessage(
+        summary=summary, tokens_before=tokens_before, timestamp=timestamp_ms(timestamp)
+    )
+
+
+def create_custom_message(
+    custom_type: str,
+    content: str | Iterable[TextContent | ImageContent],
+    display: bool,
+    details: Any,
+    timestamp: str,
+) -> CustomMessage:
+    """The context message of a ``custom_message`` entry (``timestamp`` is the entry's ISO time)."""
+    return CustomMessage(
+        custom_type=custom_type,
+        content=content,
+        display=display,
+        details=details,
+        timestamp=timestamp_ms(timestamp),
+    )
+
+
+# --------------------------------------------------------------------------- header and entries
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class SessionHeader:
+    """The first line of a session file; not part of the entry tree."""
+
+    type: Literal["session"] = attrs.field(default="session", init=False)
+    version: int = CURRENT_SESSION_VERSION
+    id: str
+    """The session id (a UUID; pi uses version 7)."""
+    timestamp: str
+    """Creation time, ISO 8601."""
+    cwd: str
+    """The working directory the session belongs to."""
+    parent_session: str | None = None
+    """Path of the session file this one was forked or branched from."""
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class SessionMessageEntry:
+    """A message of the conversation (user, assistant, tool result or an extension kind)."""
+
+    type: Literal["message"] = attrs.field(default="message", init=False)
+    id: str
+    parent_id: str | None
+    timestamp: str
+    message: AgentMessage
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ThinkingLevelChangeEntry:
+    """The thinking level was changed."""
+
+    type: Literal["thinking_level_change"] = attrs.field(
+        default="thinking_level_change", init=False
+    )
+    id: str
+    parent_id: str | None
+    timestamp: str
+    thinking_level: str
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class ModelChangeEntry:
+    """The model was switched."""
+
+    type: Literal["model_change"] = attrs.field(default="model_change", init=False)
+    id: str
+    parent_id: str | None
+    timestamp: str
+    provider: str
+    model_id: str
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class CompactionEntry:
+    """Earlier history was summarised; the context keeps entries from ``first_kept_entry_id``."""
+
+    type: Literal["compaction"] = attrs.field(default="compaction", init=False)
+    id: str
+    parent_id: str | None
+    timestamp: str
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = None
+    """Implementation data (pi's default: ``readFiles`` / ``modifiedFiles``)."""
+    from_hook: bool | None = None
+    """True when an extension produced the compaction."""
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class BranchSummaryEntry:
+    """A summary of the branch that was left, placed where the conversation continues."""
+
+    type: Literal["branch_summary"] = attrs.field(default="branch_summary", init=False)
+    id: str
+    parent_id: str | None
+    timestamp: str
+    from_id: str
+    """The entry the branch was left from (``"root"`` for a branch from before the first entry)."""
+    summary: str
+    details: Any = None
+    from_hook: bool | None = None
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class CustomEntry:
+    """Extension state kept in the session; never part of the LLM context."""
+
+    type: Literal["custom"] = attrs.field(default="custom", init=False)
+    custom_type: str
+    data: Any = None
+    id: str
+    parent_id: str | None
+    timestamp: str
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class CustomMessageEntry:
+    """A message an extension injected; part of the LLM context as a ``custom`` message."""
+
+    type: Literal["custom_message"] = attrs.field(default="custom_message", init=False)
+    custom_type: str
+    content: str | tuple[UserContentBlock, ...] = attrs.field(converter=_content)
+    display: bool
+    details: Any = None
+    id: str
+    parent_id: str | None
+    timestamp: str
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class LabelEntry:
+    """Sets (or, with an empty or missing ``label``, clears) a bookmark on ``target_id``."""
+
+    type: Literal["label"] = attrs.field(default="label", init=False)
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str
+    label: str | None = None
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class SessionInfoEntry:
+    """Session metadata: the display name (an empty name clears it)."""
+
+    type: Literal["session_info"] = attrs.field(default="session_info", init=False)
+    id: str
+    parent_id: str | None
+    timestamp: str
+    name: str | None = None
+    extra: dict[str, Any] | None = extra_field()
+
+
+@attrs.frozen
+class UnknownEntry:
+    """An entry of a type this version does not know, kept as its JSON and written back as is.
+
+    It takes part in the tree like any entry (pi does not check entry types either).
+    """
+
+    data: Mapping[str, Any]
+
+    @property
+    def type(self) -> str:
+        """The entry's ``type`` as written."""
+        value = self.data.get("type")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def id(self) -> str:
+        """The entry's id, or ``""`` when it has none (then it cannot be found by id)."""
+        value = self.data.get("id")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def parent_id(self) -> str | None:
+        """The parent id, or ``None``."""
+        value = self.data.get("parentId")
+        return value if isinstance(value, str) else None
+
+    @property
+    def timestamp(self) -> str:
+        """The ISO timestamp, or ``""``."""
+        value = self.data.get("timestamp")
+        return value if isinstance(value, str) else ""
+
+
+SessionEntry: TypeAlias = (
+    SessionMessageEntry
+    | ThinkingLevelChangeEntry
+    | ModelChangeEntry
+    | CompactionEntry
+    | BranchSummaryEntry
+    | CustomEntry
+    | CustomMessageEntry
+    | LabelEntry
+    | SessionInfoEntry
+    | UnknownEntry
+)
+"""One line of the entry tree (everything after the header)."""
+
+FileEntry: TypeAlias = SessionHeader | SessionEntry
+"""Any line of a session file."""
+
+ENTRY_TYPES: Final[Mapping[str, type]] = {
+    "message": SessionMessageEntry,
+    "thinking_level_change": ThinkingLevelChangeEntry,
+    "model_change": ModelChangeEntry,
+    "compaction": CompactionEntry,
+    "branch_summary": BranchSummaryEntry,
+    "custom": CustomEntry,
+    "custom_message": CustomMessageEntry,
+    "label": LabelEntry,
+    "session_info": SessionInfoEntry,
+}
+"""Entry ``type`` -> class, for the nine kinds pi 0.73.1 writes."""
+
+
+def is_assistant_entry(entry: SessionEntry) -> bool:
+    """True for a ``message`` entry holding an assistant message (what ends the lazy flush)."""
+    return type(entry) is SessionMessageEntry and entry.message.role == "assistant"
+
+
+# --------------------------------------------------------------------------- fast decoding
+#
+# Loading a long session decodes thousands of messages, and the generic codec path (cattrs plus
+# the wire hooks) costs about 20 µs per entry. decode_entry() builds the common, well-formed
+# shapes (message entries holding user, assistant and tool-result messages with the usual
+# content blocks) directly, and hands anything else (an unknown key, an unusual type, another
+# entry or message kind) to the codec, which decodes it or reports the error. The fast path
+# only accepts objects without unknown keys, so what it builds is exactly what the codec would
+# build; tests/sessions/test_entries.py compares the two on every captured pi message.
+
+
+class _NotFast(Exception):
+    """The object is not one of the shapes the fast path builds."""
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise _NotFast
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    raise _NotFast
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise _NotFast
+    return value
+
+
+def _float(value: Any) -> float:
+    kind = type(value)
+    if kind is float:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return float(value)
+    raise _NotFast
+
+
+def _bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise _NotFast
+    return value
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _NotFast
+    return value
+
+
+_TEXT_KEYS: Final = frozenset({"type", "text", "textSignature"})
+_THINKING_KEYS: Final = frozenset({"type", "thinking", "thinkingSignature", "redacted"})
+_TOOL_CALL_KEYS: Final = frozenset({"type", "id", "name", "arguments", "thoughtSignature"})
+_IMAGE_KEYS: Final = frozenset({"type", "data", "mimeType"})
+_USAGE_KEYS: Final = frozenset(
+    {"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"}
+)
+_COST_KEYS: Final = frozenset({"input", "output", "cacheRead", "cacheWrite", "total"})
+_USER_KEYS: Final = frozenset({"role", "content", "timestamp"})
+_ASSISTANT_KEYS: Final = frozenset(
+    {
+        "role",
+        "content",
+        "api",
+        "provider",
+        "model",
+        "responseModel",
+        "responseId",
+        "usage",
+        "stopReason",
+        "errorMessage",
+        "timestamp",
+    }
+)
+_TOOL_RESULT_KEYS: Final = frozenset(
+    {"role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"}
+)
+_MESSAGE_ENTRY_KEYS: Final = frozenset({"type", "id", "parentId", "timestamp", "message"})
+_STOP_REASONS: Final = frozenset({"stop", "length", "toolUse", "error", "aborted"})
+
+
+def _text_or_image(data: Any) -> TextContent | ImageContent:
+    block = _dict(data)
+    kind = block.get("type")
+    if kind == "text" and block.keys() <= _TEXT_KEYS:
+        return TextContent(
+            text=_str(block["text"]), text_signature=_opt_str(block.get("textSignature"))
+        )
+    if kind == "image" and block.keys() <= _IMAGE_KEYS:
+        return ImageContent(data=_str(block["data"]), mime_type=_str(block["mimeType"]))
+    raise _NotFast
+
+
+def _assistant_block(data: Any) -> TextContent | ThinkingContent | ToolCall:
+    block = _dict(data)
+    kind = block.get("type")
+    if kind == "text" and block.keys() <= _TEXT_KEYS:
+        return TextContent(
+            text=_str(block["text"]), text_signature=_opt_str(block.get("textSignature"))
+        )
+    if kind == "toolCall" and block.keys() <= _TOOL_CALL_KEYS:
+        return ToolCall(
+            id=_str(block["id"]),
+            name=_str(block["name"]),
+            arguments=_dict(block["arguments"]) if "arguments" in block else {},
+            thought_signature=_opt_str(block.get("thoughtSignature")),
+        )
+    if kind == "thinking" and block.keys() <= _THINKING_KEYS:
+        redacted = block.get("redacted")
+        return ThinkingContent(
+            thinking=_str(block["thinking"]),
+            thinking_signature=_opt_str(block.get("thinkingSignature")),
+            redacted=None if redacted is None else _bool(redacted),
+        )
+    raise _NotFast
+
+
+def _usage(data: Any) -> Usage:
+    usage = _dict(data)
+    if not usage.keys() <= _USAGE_KEYS:
+        raise _NotFast
+    cost = _dict(usage["cost"]) if "cost" in usage else None
+    if cost is not None and not cost.keys() <= _COST_KEYS:
+        raise _NotFast
+    return Usage(
+        input=_int(usage.get("input", 0)),
+        output=_int(usage.get("output", 0)),
+        cache_read=_int(usage.get("cacheRead", 0)),
+        cache_write=_int(usage.get("cacheWrite", 0)),
+        total_tokens=_int(usage.get("totalTokens", 0)),
+        cost=Cost()
+        if cost is None
+        else Cost(
+            input=_float(cost.get("input", 0.0)),
+            output=_float(cost.get("output", 0.0)),
+            cache_read=_float(cost.get("cacheRead", 0.0)),
+            cache_write=_float(cost.get("cacheWrite", 0.0)),
+            total=_float(cost.get("total", 0.0)),
+        ),
+    )
+
+
+def _fast_message(data: Any) -> AgentMessage:
+    message = _dict(data)
+    role = message.get("role")
+    if role == "assistant" and message.keys() <= _ASSISTANT_KEYS:
+        content = message["content"]
+        if type(content) is not list:
+            raise _NotFast
+        stop_reason = message["stopReason"]
+        if stop_reason not in _STOP_REASONS:
+            raise _NotFast
+        return AssistantMessage(
+            content=tuple(map(_assistant_block, content)),
+            api=_str(message["api"]),
+            provider=_str(message["provider"]),
+            model=_str(message["model"]),
+            response_model=_opt_str(message.get("responseModel")),
+            response_id=_opt_str(message.get("responseId")),
+            usage=_usage(message["usage"]) if "usage" in message else EMPTY_USAGE,
+            stop_reason=stop_reason,
+            error_message=_opt_str(message.get("errorMessage")),
+            timestamp=_int(message["timestamp"]),
+        )
+    if role == "user" and message.keys() <= _USER_KEYS:
+        content = message["content"]
+        if type(content) is not str:
+            if type(content) is not list:
+                raise _NotFast
+            content = tuple(map(_text_or_image, content))
+        return UserMessage(content=content, timestamp=_int(message["timestamp"]))
+    if role == "toolResult" and message.keys() <= _TOOL_RESULT_KEYS:
+        content = message["content"]
+        if type(content) is not list:
+            raise _NotFast
+        return ToolResultMessage(
+            tool_call_id=_str(message["toolCallId"]),
+            tool_name=_str(message["toolName"]),
+            content=tuple(map(_text_or_image, content)),
+            details=message.get("details"),
+            is_error=_bool(message["isError"]),
+            timestamp=_int(message["timestamp"]),
+        )
+    raise _NotFast
+
+
+def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
+    """Decode one session entry (the JSON object of a line after the header).
+
+    Raises:
+        WireFormatError: the object does not have the shape of its entry type.
+    """
+    if type(data) is dict and data.get("type") == "message" and data.keys() <= _MESSAGE_ENTRY_KEYS:
+        try:
+            parent_id = data["parentId"]
+            if parent_id is not None and type(parent_id) is not str:
+                raise _NotFast
+            return SessionMessageEntry(
+                id=_str(data["id"]),
+                parent_id=parent_id,
+                timestamp=_str(data["timestamp"]),
+                message=_fast_message(data["message"]),
+            )
+        except (_NotFast, KeyError):
+            pass
+    result: SessionEntry = from_wire(SessionEntry, data)
+    return result
+
+
+def _register() -> None:
+    for role, cls in (
+        ("bashExecution", BashExecutionMessage),
+        ("custom", CustomMessage),
+        ("branchSummary", BranchSummaryMessage),
+        ("compactionSummary", CompactionSummaryMessage),
+    ):
+        register_agent_message(role, cls)
+    register_type(UnknownEntry, encode=lambda entry: dict(entry.data))
+    register_tagged_union(
+        SessionEntry, "type", dict(ENTRY_TYPES), fallback=lambda data: UnknownEntry(dict(data))
+    )
+
+
+_register()

@@ -1,0 +1,890 @@
+"""``SessionManager``: a session as an append-only tree of entries, in memory or in a file.
+
+Each entry has an ``id`` and a ``parentId``; the *leaf* is the current position. Appending adds
+a child of the leaf and moves the leaf to it; :meth:`SessionManager.branch` moves the leaf back
+to an earlier entry so the next append starts a new branch; nothing is ever modified or deleted.
+:meth:`SessionManager.build_session_context` turns the path to the leaf into the LLM context.
+
+The API is pi 0.73.1's ``SessionManager`` with Python names (``appendMessage`` ->
+:meth:`~SessionManager.append_message`, ``SessionManager.list`` ->
+:meth:`~SessionManager.list_sessions` ...). It is synchronous and usable without Trio: an
+in-memory session never touches a file, and a file-backed one writes through a
+:class:`~pitrio.sessions.SessionFileWriter` (lazy first flush, one ``os.write`` per entry).
+In a running session a :class:`~pitrio.sessions.Persistence` actor takes over the writing
+(``async with open_persistence(manager)``), and :meth:`~SessionManager.wait_persisted` tells
+when an entry is on disk.
+
+Differences from pi, all on bad input or crashes: a corrupt line raises
+:class:`SessionFileCorrupt` instead of being dropped silently (pi would then overwrite a file
+whose first line is damaged); a torn last line is cut off before the next append instead of
+having new lines glued to it; a migrated file is replaced atomically; forking an old-version
+file migrates the copy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import attrs
+import trio
+
+from pitrio._exceptions import UsageError
+from pitrio.actors import AgentMessage
+from pitrio.codec import dumps
+from pitrio.providers import AssistantMessage, ImageContent, TextContent, now_ms
+from pitrio.sessions._context import SessionContext, build_session_context, path_to_root
+from pitrio.sessions._entries import (
+    BranchSummaryEntry,
+    BranchSummaryMessage,
+    CompactionEntry,
+    CompactionSummaryMessage,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionEntryNotFound,
+    SessionError,
+    SessionHeader,
+    SessionInfoEntry,
+    SessionMessageEntry,
+    ThinkingLevelChangeEntry,
+    generate_id,
+    iso_timestamp,
+    random_entry_id,
+    timestamp_ms,
+    uuid7,
+)
+from pitrio.sessions._paths import (
+    SessionInfo,
+    find_most_recent_session,
+    get_default_session_dir,
+    list_all_session_dirs,
+    list_session_dir,
+    session_file_name,
+)
+from pitrio.sessions._persistence import (
+    LoadedSession,
+    LoadProblem,
+    SessionFileWriter,
+    load_session_file,
+    write_file_atomically,
+)
+
+if TYPE_CHECKING:
+    from pitrio.sessions._persistence import Persistence
+
+Clock = Callable[[], int]
+"""Returns the current time in milliseconds since the epoch (entry and header timestamps)."""
+IdSource = Callable[[], str]
+"""Returns a fresh id candidate (entry ids are checked for collisions and retried)."""
+
+
+@attrs.define(kw_only=True)
+class SessionTreeNode:
+    """One entry of :meth:`SessionManager.get_tree` with its children (oldest first)."""
+
+    entry: SessionEntry
+    children: list[SessionTreeNode] = attrs.field(factory=list)
+    label: str | None = None
+    """The entry's current label."""
+    label_timestamp: str | None = None
+    """When the label was last set."""
+
+
+def _line(entry: Any) -> bytes:
+    return dumps(entry) + b"\n"
+
+
+class SessionManager:
+    """A conversation session: an append-only tree of entries with a movable leaf.
+
+    Create one with :meth:`create`, :meth:`open`, :meth:`continue_recent`, :meth:`in_memory`
+    or :meth:`fork_from`. Every ``append_*`` method adds a child of the current leaf, makes it
+    the leaf and returns its id.
+
+    Args:
+        cwd: the working directory recorded in the header.
+        session_dir: the folder for new session files (``""`` for in-memory sessions).
+        session_file: a file to open (or to create at that path); ``None`` starts a new session.
+        persist: write to files (``False``: in memory only).
+        clock: epoch milliseconds for timestamps (default: the wall clock).
+        new_id: entry id candidates (default: 8 random hex digits).
+        new_session_id: session ids (default: a UUID version 7).
+
+    Resource handling:
+        A file-backed manager keeps its file's descriptor open after the first write;
+        :meth:`close` (or ``with``) releases it. A later append reopens it.
+    """
+
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        session_dir: str,
+        session_file: str | None,
+        persist: bool,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+        _loaded: LoadedSession | None = None,
+    ) -> None:
+        self._cwd = cwd
+        self._session_dir = session_dir
+        self._persist = persist
+        self._clock = clock or now_ms
+        self._new_id = new_id or random_entry_id
+        self._new_session_id = new_session_id or uuid7
+        self._session_id = ""
+        self._session_file: str | None = None
+        self._header: SessionHeader | None = None
+        self._entries: list[SessionEntry] = []
+        self._by_id: dict[str, SessionEntry] = {}
+        self._pos: dict[str, int] = {}
+        self._labels: dict[str, str] = {}
+        self._label_times: dict[str, str] = {}
+        self._leaf_id: str | None = None
+        self._has_assistant = False
+        self._writer: SessionFileWriter | None = None
+        self._persistence: Persistence | None = None
+        self.load_problems: tuple[LoadProblem, ...] = ()
+        """What the last file load skipped (a torn last line ...), see :class:`LoadProblem`."""
+        if persist and session_dir:
+            os.makedirs(session_dir, exist_ok=True)
+        if session_file is not None:
+            self._set_session_file(session_file, _loaded)
+        else:
+            self.new_session()
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """A new file-backed session (the file appears with the first assistant message).
+
+        Args:
+            cwd: the working directory.
+            session_dir: where to put the file (default: the cwd's folder under the agent dir).
+            clock, new_id, new_session_id: see the class.
+        """
+        cwd = os.fspath(cwd)
+        directory = (
+            os.fspath(session_dir) if session_dir is not None else get_default_session_dir(cwd)
+        )
+        return cls(
+            cwd=cwd,
+            session_dir=directory,
+            session_file=None,
+            persist=True,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        cwd_override: str | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """Open a session file (migrating it if it is an older version); missing: create it.
+
+        Args:
+            path: the session file.
+            session_dir: the folder for sessions started from this one (default: the file's).
+            cwd_override: use this cwd instead of the header's.
+            clock, new_id, new_session_id: see the class.
+
+        Raises:
+            SessionFileCorrupt: a line of the file is damaged (the file is left as it is).
+        """
+        path = os.path.abspath(os.fspath(path))
+        loaded: LoadedSession | None = None
+        cwd = cwd_override
+        if os.path.exists(path):
+            loaded = load_session_file(path, new_id=new_id or random_entry_id)
+            if cwd is None and loaded.header is not None:
+                cwd = loaded.header.cwd
+        directory = os.fspath(session_dir) if session_dir is not None else os.path.dirname(path)
+        return cls(
+            cwd=cwd if cwd is not None else os.getcwd(),
+            session_dir=directory,
+            session_file=path,
+            persist=True,
+            _loaded=loaded,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+
+    @classmethod
+    def continue_recent(
+        cls,
+        cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """Open the most recently modified session of ``cwd``, or create a new one."""
+        cwd = os.fspath(cwd)
+        directory = (
+            os.fspath(session_dir) if session_dir is not None else get_default_session_dir(cwd)
+        )
+        recent = find_most_recent_session(directory)
+        return cls(
+            cwd=cwd,
+            session_dir=directory,
+            session_file=recent,
+            persist=True,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+
+    @classmethod
+    def in_memory(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """A session that is never written to a file."""
+        cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
+        return cls(
+            cwd=cwd,
+            session_dir="",
+            session_file=None,
+            persist=False,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+
+    @classmethod
+    def fork_from(
+        cls,
+        source_path: str | os.PathLike[str],
+        target_cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """Copy a session (from any project) into a new file of ``target_cwd``.
+
+        The new header records ``source_path`` as its parent session; the entries are copied
+        as they are (migrated to the current version if the source is older; the source file is
+        not modified).
+
+        Raises:
+            SessionError: the source is empty or has no header.
+            SessionFileCorrupt: the source is damaged.
+        """
+        source = os.fspath(source_path)
+        target = os.fspath(target_cwd)
+        loaded = load_session_file(source, new_id=new_id or random_entry_id, rewrite_migrated=False)
+        if loaded.header is None:
+            raise SessionError(f"Cannot fork: source session file is empty or invalid: {source}")
+        directory = (
+            os.fspath(session_dir) if session_dir is not None else get_default_session_dir(target)
+        )
+        os.makedirs(directory, exist_ok=True)
+        session_id = (new_session_id or uuid7)()
+        timestamp = iso_timestamp((clock or now_ms)())
+        path = os.path.join(directory, session_file_name(timestamp, session_id))
+        header = SessionHeader(
+            id=session_id, timestamp=timestamp, cwd=target, parent_session=source
+        )
+        write_file_atomically(path, [_line(header), *map(_line, loaded.entries)])
+        fork = LoadedSession(path, header, loaded.entries, (), migrated=False, tail=None)
+        return cls(
+            cwd=target,
+            session_dir=directory,
+            session_file=path,
+            persist=True,
+            _loaded=fork,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+
+    @staticmethod
+    def list_sessions(
+        cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None
+    ) -> list[SessionInfo]:
+        """The sessions of ``cwd``, most recently active first (pi's ``SessionManager.list``)."""
+        directory = (
+            os.fspath(session_dir)
+            if session_dir is not None
+            else get_default_session_dir(os.fspath(cwd))
+        )
+        return list_session_dir(directory)
+
+    @staticmethod
+    def list_all_sessions(sessions_dir: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
+        """The sessions of every working directory, most recently active first."""
+        return list_all_session_dirs(os.fspath(sessions_dir) if sessions_dir is not None else None)
+
+    # ------------------------------------------------------------------ session files
+
+    def set_session_file(self, session_file: str | os.PathLike[str]) -> None:
+        """Switch to another session file (resume); a missing file starts a new session there.
+
+        Raises:
+            SessionFileCorrupt: a line of the file is damaged (the current session is kept).
+        """
+        self._set_session_file(os.fspath(session_file), None)
+
+    def _set_session_file(self, session_file: str, loaded: LoadedSession | None) -> None:
+        self._barrier()
+        path = os.path.abspath(session_file)
+        if loaded is None and os.path.exists(path):
+            loaded = load_session_file(path, new_id=self._new_id, rewrite_migrated=self._persist)
+        if loaded is None:
+            self.new_session()
+            self._session_file = path
+            if self._persist:
+                self._switch_writer(SessionFileWriter(path))
+                self._writer_add_header()
+            return
+        self.load_problems = loaded.problems
+        if loaded.header is None:
+            # An empty file (or only a torn header): start afresh at that path and write the
+            # header now, so later appends never land in a file without one (as pi does).
+            self.new_session()
+            self._session_file = path
+            assert self._header is not None
+            if self._persist:
+                write_file_atomically(path, [_line(self._header)])
+                self._switch_writer(SessionFileWriter(path, written=1))
+            return
+        self._session_file = path
+        self._header = loaded.header
+        self._session_id = loaded.header.id
+        self._entries = loaded.entries
+        self._build_index()
+        if self._persist:
+            self._switch_writer(
+                SessionFileWriter(path, written=1 + len(self._entries), tail=loaded.tail)
+            )
+
+    def new_session(
+        self, *, id: str | None = None, parent_session: str | None = None
+    ) -> str | None:
+        """Start a new, empty session (the current one stays as it is on disk).
+
+        Args:
+            id: the session id (default: a new UUID version 7).
+            parent_session: the path recorded as ``parentSession`` in the header.
+
+        Returns:
+            The new session's file path (written lazily), or ``None`` in memory.
+        """
+        self._barrier()
+        self._session_id = id or self._new_session_id()
+        timestamp = iso_timestamp(self._clock())
+        self._header = SessionHeader(
+            id=self._session_id, timestamp=timestamp, cwd=self._cwd, parent_session=parent_session
+        )
+        self._entries = []
+        self._build_index()
+        self.load_problems = ()
+        if self._persist:
+            self._session_file = os.path.join(
+                self._session_dir, session_file_name(timestamp, self._session_id)
+            )
+            self._switch_writer(SessionFileWriter(self._session_file))
+            self._writer_add_header()
+        return self._session_file
+
+    def _writer_add_header(self) -> None:
+        assert self._writer is not None and self._header is not None
+        self._writer.add([_line(self._header)], flush=False)
+
+    def _build_index(self) -> None:
+        self._by_id = {}
+        self._pos = {}
+        self._labels = {}
+        self._label_times = {}
+        self._leaf_id = None
+        self._has_assistant = False
+        for index, entry in enumerate(self._entries):
+            entry_id = entry.id
+            if entry_id:
+                self._by_id[entry_id] = entry
+                self._pos[entry_id] = index
+                self._leaf_id = entry_id
+            if type(entry) is SessionMessageEntry:
+                if type(entry.message) is AssistantMessage:
+                    self._has_assistant = True
+            elif type(entry) is LabelEntry:
+                self._apply_label(entry)
+
+    def _apply_label(self, entry: LabelEntry) -> None:
+        if entry.label:
+            self._labels[entry.target_id] = entry.label
+            self._label_times[entry.target_id] = entry.timestamp
+        else:
+            self._labels.pop(entry.target_id, None)
+            self._label_times.pop(entry.target_id, None)
+
+    # ------------------------------------------------------------------ writing
+
+    def _switch_writer(self, writer: SessionFileWriter | None) -> None:
+        self._barrier()
+        if self._writer is not None and self._writer is not writer:
+            self._writer.retire()
+        self._writer = writer
+
+    def _barrier(self) -> None:
+        """Let queued writes reach the current file before anything switches or rewrites it."""
+        if self._persistence is not None:
+            self._persistence._drain_now()
+
+    def _append_entry(self, entry: SessionEntry) -> str:
+        entry_id = entry.id
+        self._pos[entry_id] = len(self._entries)
+        self._entries.append(entry)
+        self._by_id[entry_id] = entry
+        self._leaf_id = entry_id
+        writer = self._writer
+        if writer is not None:
+            line = dumps(entry) + b"\n"
+            if self._persistence is not None:
+                self._persistence._submit(writer, line, self._has_assistant)
+            else:
+                writer.add((line,), flush=self._has_assistant)
+        return entry_id
+
+    def _attach(self, persistence: Persistence) -> None:
+        if self._persistence is not None:
+            raise UsageError("this session already has a Persistence actor")
+        self._persistence = persistence
+
+    def _detach(self, persistence: Persistence) -> None:
+        if self._persistence is persistence:
+            self._persistence = None
+
+    @property
+    def persistence(self) -> Persistence | None:
+        """The actor writing this session, while one runs."""
+        return self._persistence
+
+    def is_entry_persisted(self, entry_id: str) -> bool:
+        """True once the entry is in the session file (always false in memory)."""
+        index = self._pos.get(entry_id)
+        writer = self._writer
+        return index is not None and writer is not None and index + 1 < writer.written
+
+    async def wait_persisted(self, entry_id: str) -> bool:
+        """Wait until the entry is on disk.
+
+        Before the session's first assistant message nothing is written (lazy first flush),
+        so this waits for one. Without a running :class:`Persistence` actor writes happen at
+        append time and this only reports.
+
+        Returns:
+            True once the entry is on disk; False if it never will be (in memory, another
+            session file was started, or the actor stopped with the entry held back).
+        """
+        writer = self._writer
+        while not self.is_entry_persisted(entry_id):
+            persistence = self._persistence
+            if persistence is None or writer is None or self._writer is not writer:
+                await trio.lowlevel.checkpoint()
+                return self.is_entry_persisted(entry_id)
+            await persistence.wait_progress()
+        await trio.lowlevel.checkpoint()
+        return True
+
+    async def flush(self) -> None:
+        """Wait until the running :class:`Persistence` actor has handled every append so far."""
+        persistence = self._persistence
+        if persistence is not None:
+            await persistence.wait_processed(persistence.submitted)
+        else:
+            await trio.lowlevel.checkpoint()
+
+    def close(self) -> None:
+        """Release the file descriptor (entries held back before the first answer are kept)."""
+        self._barrier()
+        if self._writer is not None:
+            self._writer.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ appending
+
+    def _next(self) -> tuple[str, str | None, str]:
+        return generate_id(self._by_id, self._new_id), self._leaf_id, iso_timestamp(self._clock())
+
+    def append_message(self, message: AgentMessage) -> str:
+        """Append a message (user, assistant, tool result, custom, bash execution).
+
+        Compaction and branch summaries are entries of their own: use
+        :meth:`append_compaction` and :meth:`branch_with_summary`.
+
+        Raises:
+            UsageError: ``message`` is a compaction or branch summary message.
+        """
+        if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
+            raise UsageError(
+                f"{message.role} messages are stored as compaction / branch_summary entries"
+            )
+        entry_id, parent_id, timestamp = self._next()
+        if not self._has_assistant and type(message) is AssistantMessage:
+            self._has_assistant = True
+        return self._append_entry(
+            SessionMessageEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, message=message
+            )
+        )
+
+    def append_thinking_level_change(self, thinking_level: str) -> str:
+        """Record a thinking level change."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            ThinkingLevelChangeEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, thinking_level=thinking_level
+            )
+        )
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        """Record a model switch."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            ModelChangeEntry(
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+                provider=provider,
+                model_id=model_id,
+            )
+        )
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str,
+        tokens_before: int,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> str:
+        """Record a compaction: the context keeps entries from ``first_kept_entry_id`` on."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            CompactionEntry(
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+                summary=summary,
+                first_kept_entry_id=first_kept_entry_id,
+                tokens_before=tokens_before,
+                details=details,
+                from_hook=from_hook,
+            )
+        )
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        """Store extension state (not part of the LLM context)."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            CustomEntry(
+                custom_type=custom_type,
+                data=data,
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+            )
+        )
+
+    def append_session_info(self, name: str) -> str:
+        """Set the session's display name (surrounding whitespace removed; empty clears it)."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            SessionInfoEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, name=name.strip()
+            )
+        )
+
+    def append_custom_message_entry(
+        self,
+        custom_type: str,
+        content: str | Iterable[TextContent | ImageContent],
+        display: bool,
+        details: Any = None,
+    ) -> str:
+        """Append an extension message that is part of the LLM context.
+
+        Args:
+            custom_type: the extension's identifier.
+            content: text, or text and image blocks.
+            display: show it in the UI (``False``: hidden).
+            details: extension data that is not sent to the model.
+        """
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            CustomMessageEntry(
+                custom_type=custom_type,
+                content=content,
+                display=display,
+                details=details,
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+            )
+        )
+
+    def append_label_change(self, target_id: str, label: str | None) -> str:
+        """Set (or with ``None``/``""`` clear) the label of an entry.
+
+        Raises:
+            SessionEntryNotFound: no entry ``target_id``.
+        """
+        if target_id not in self._by_id:
+            raise SessionEntryNotFound(target_id)
+        entry_id, parent_id, timestamp = self._next()
+        entry = LabelEntry(
+            id=entry_id, parent_id=parent_id, timestamp=timestamp, target_id=target_id, label=label
+        )
+        self._append_entry(entry)
+        self._apply_label(entry)
+        return entry_id
+
+    # ------------------------------------------------------------------ reading
+
+    def is_persisted(self) -> bool:
+        """True for a file-backed session (pi's ``isPersisted``)."""
+        return self._persist
+
+    def get_cwd(self) -> str:
+        """The working directory."""
+        return self._cwd
+
+    def get_session_dir(self) -> str:
+        """The folder for this session's files (``""`` in memory)."""
+        return self._session_dir
+
+    def get_session_id(self) -> str:
+        """The session id (a UUID)."""
+        return self._session_id
+
+    def get_session_file(self) -> str | None:
+        """The session file path (``None`` in memory)."""
+        return self._session_file if self._persist else None
+
+    def get_header(self) -> SessionHeader | None:
+        """The session header."""
+        return self._header
+
+    def get_entries(self) -> list[SessionEntry]:
+        """All entries in file order (a new list; the entries themselves are immutable)."""
+        return list(self._entries)
+
+    def get_session_name(self) -> str | None:
+        """The display name set by the latest ``session_info`` entry, if any."""
+        for entry in reversed(self._entries):
+            if type(entry) is SessionInfoEntry:
+                return (entry.name or "").strip() or None
+        return None
+
+    def get_leaf_id(self) -> str | None:
+        """The current leaf (``None`` before the first entry)."""
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> SessionEntry | None:
+        """The current leaf entry."""
+        return self._by_id.get(self._leaf_id) if self._leaf_id else None
+
+    def get_entry(self, entry_id: str) -> SessionEntry | None:
+        """The entry with this id."""
+        return self._by_id.get(entry_id)
+
+    def get_children(self, parent_id: str) -> list[SessionEntry]:
+        """The direct children of an entry, in file order."""
+        return [entry for entry in self._by_id.values() if entry.parent_id == parent_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        """The current label of an entry."""
+        return self._labels.get(entry_id)
+
+    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
+        """The entries from the root to ``from_id`` (default: the leaf), root first."""
+        start_id = from_id if from_id is not None else self._leaf_id
+        start = self._by_id.get(start_id) if start_id else None
+        return path_to_root(start, self._by_id)
+
+    def build_session_context(self) -> SessionContext:
+        """The LLM context of the path to the leaf (seed 002 s.4.1)."""
+        return build_session_context(self._entries, self._leaf_id, self._by_id)
+
+    def get_tree(self) -> list[SessionTreeNode]:
+        """The entries as a tree: the roots (orphans included), children oldest first."""
+        nodes: dict[str, SessionTreeNode] = {}
+        for entry in self._entries:
+            nodes[entry.id] = SessionTreeNode(
+                entry=entry,
+                label=self._labels.get(entry.id),
+                label_timestamp=self._label_times.get(entry.id),
+            )
+        roots: list[SessionTreeNode] = []
+        for entry in self._entries:
+            node = nodes[entry.id]
+            parent = nodes.get(entry.parent_id) if entry.parent_id else None
+            if entry.parent_id is None or entry.parent_id == entry.id or parent is None:
+                roots.append(node)
+            else:
+                parent.children.append(node)
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            node.children.sort(key=lambda child: timestamp_ms(child.entry.timestamp))
+            stack.extend(node.children)
+        return roots
+
+    # ------------------------------------------------------------------ branching
+
+    def branch(self, branch_from_id: str) -> None:
+        """Move the leaf to an earlier entry; the next append starts a new branch there.
+
+        Raises:
+            SessionEntryNotFound: no such entry.
+        """
+        if branch_from_id not in self._by_id:
+            raise SessionEntryNotFound(branch_from_id)
+        self._leaf_id = branch_from_id
+
+    def reset_leaf(self) -> None:
+        """Move the leaf before the first entry; the next append is a new root."""
+        self._leaf_id = None
+
+    def branch_with_summary(
+        self,
+        branch_from_id: str | None,
+        summary: str,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> str:
+        """Branch like :meth:`branch` and append a summary of the branch that was left.
+
+        Args:
+            branch_from_id: the entry to continue from (``None``: before the first entry).
+            summary: the summary of the abandoned path.
+            details: data not sent to the model (pi: file lists).
+            from_hook: True when an extension wrote the summary.
+
+        Raises:
+            SessionEntryNotFound: no such entry.
+        """
+        if branch_from_id is not None and branch_from_id not in self._by_id:
+            raise SessionEntryNotFound(branch_from_id)
+        self._leaf_id = branch_from_id
+        entry_id, _, timestamp = self._next()
+        return self._append_entry(
+            BranchSummaryEntry(
+                id=entry_id,
+                parent_id=branch_from_id,
+                timestamp=timestamp,
+                from_id=branch_from_id if branch_from_id is not None else "root",
+                summary=summary,
+                details=details,
+                from_hook=from_hook,
+            )
+        )
+
+    def create_branched_session(self, leaf_id: str) -> str | None:
+        """Make a new session of the path to ``leaf_id`` (labels on it carried over) and switch
+        to it (pi's ``/fork`` and ``/clone``).
+
+        The new header names the current file as its parent. The new file is written at once if
+        the path holds an assistant message, otherwise with the first one.
+
+        Returns:
+            The new session file, or ``None`` in memory.
+
+        Raises:
+            SessionEntryNotFound: no such entry.
+        """
+        previous_file = self._session_file
+        path = self.get_branch(leaf_id)
+        if not path:
+            raise SessionEntryNotFound(leaf_id)
+        kept = [entry for entry in path if type(entry) is not LabelEntry]
+        kept_ids = {entry.id for entry in kept}
+        session_id = self._new_session_id()
+        timestamp = iso_timestamp(self._clock())
+        header = SessionHeader(
+            id=session_id,
+            timestamp=timestamp,
+            cwd=self._cwd,
+            parent_session=previous_file if self._persist else None,
+        )
+        labels: list[SessionEntry] = []
+        parent_id = kept[-1].id if kept else None
+        taken = set(kept_ids)
+        for target_id, label in self._labels.items():
+            if target_id not in kept_ids:
+                continue
+            label_id = generate_id(taken, self._new_id)
+            taken.add(label_id)
+            labels.append(
+                LabelEntry(
+                    id=label_id,
+                    parent_id=parent_id,
+                    timestamp=self._label_times[target_id],
+                    target_id=target_id,
+                    label=label,
+                )
+            )
+            parent_id = label_id
+        self._barrier()
+        self._session_id = session_id
+        self._header = header
+        self._entries = kept + labels
+        self._build_index()
+        self.load_problems = ()
+        if not self._persist:
+            return None
+        self._session_file = os.path.join(
+            self._session_dir, session_file_name(timestamp, session_id)
+        )
+        writer = SessionFileWriter(self._session_file)
+        self._switch_writer(writer)
+        writer.add([_line(header), *map(_line, self._entries)], flush=self._has_assistant)
+        return self._session_file
+
+    # ------------------------------------------------------------------ other views
+
+    def get_labels(self) -> dict[str, str]:
+        """Every current label, by target entry id."""
+        return dict(self._labels)
