@@ -13,6 +13,7 @@ PACKAGES = [
     "pitrio.cli",
     "pitrio.codec",
     "pitrio.providers",
+    "pitrio.sessions",
     "pitrio.tools",
 ]
 
@@ -50,7 +51,8 @@ def test_all_is_complete(package: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "package", ["pitrio.actors", "pitrio.channels", "pitrio.providers", "pitrio.tools"]
+    "package",
+    ["pitrio.actors", "pitrio.channels", "pitrio.providers", "pitrio.sessions", "pitrio.tools"],
 )
 def test_public_classes_report_their_public_path(package: str) -> None:
     """Public classes say they live in the public package, not in an underscore module."""
