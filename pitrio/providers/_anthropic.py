@@ -96,6 +96,7 @@ from pitrio.providers._registry import (
 )
 from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
+from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers._transform import transform_messages
 
 API: Final = "anthropic-messages"
@@ -170,7 +171,6 @@ _ADAPTIVE_MODEL_MARKERS: Final = (
 _CLAUDE_CODE_BY_LOWER: Final = {name.lower(): name for name in CLAUDE_CODE_TOOLS}
 _TOOL_ID_INVALID: Final = re.compile(r"[^a-zA-Z0-9_-]")
 _ENV_PLACEHOLDER: Final = re.compile(r"\{([A-Z_][A-Z0-9_]*)\}")
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _OPTION_FIELDS: Final = (
     "thinking_enabled",
     "thinking_budget_tokens",
@@ -266,13 +266,6 @@ def adjust_max_tokens_for_thinking(
 def normalize_tool_call_id(tool_call_id: str, model: Model, source: AssistantMessage) -> str:
     """Rewrite a foreign tool-call id to Anthropic's pattern ``^[a-zA-Z0-9_-]{1,64}$``."""
     return _TOOL_ID_INVALID.sub("_", tool_call_id)[:64]
-
-
-def sanitize_surrogates(text: str) -> str:
-    """Drop lone UTF-16 surrogates (the API rejects them); paired ones become their character."""
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "ignore")
 
 
 def _compat(model: Model, key: str) -> bool:

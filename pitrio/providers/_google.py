@@ -87,6 +87,7 @@ from pitrio.providers._registry import (
 )
 from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream, now_ms
+from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers._transform import transform_messages
 
 API: Final = "google-generative-ai"
@@ -136,9 +137,6 @@ DYNAMIC_THINKING_BUDGET: Final = -1
 
 _BASE64_SIGNATURE: Final = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _TOOL_CALL_ID_UNSAFE: Final = re.compile(r"[^a-zA-Z0-9_-]")
-_LONE_SURROGATE: Final = re.compile(
-    r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
-)
 _GEMINI_MAJOR: Final = re.compile(r"^gemini(?:-live)?-(\d+)")
 
 # Ids generated for function calls that came without one; process-wide like pi's counter, so
@@ -281,19 +279,6 @@ def thinking_budget_for(
 
 
 # --------------------------------------------------------------------------- request
-
-
-def sanitize_surrogates(text: str) -> str:
-    """Drop unpaired UTF-16 surrogates, which the API rejects (pi's ``sanitizeSurrogates``)."""
-    if text.isascii():
-        return text
-    cleaned = _LONE_SURROGATE.sub("", text)
-    try:
-        cleaned.encode("utf-8")
-    except UnicodeEncodeError:
-        # Paired surrogates kept as two code points: join them into the character they encode.
-        cleaned = cleaned.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
-    return cleaned
 
 
 def _valid_signature(signature: str | None) -> bool:

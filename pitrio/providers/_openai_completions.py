@@ -90,6 +90,7 @@ from pitrio.providers._registry import (
     default_registry,
 )
 from pitrio.providers._stream import AssistantMessageEventStream
+from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers._transform import transform_messages
 
 __all__ = [
@@ -110,7 +111,6 @@ TOOL_RESULT_IMAGES_INTRO: Final = "Attached image(s) from tool result:"
 BRIDGING_ASSISTANT_TEXT: Final = "I have processed the tool results."
 OPENAI_TOOL_CALL_ID_LIMIT: Final = 40
 
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _NOT_ID_CHAR: Final = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -124,11 +124,6 @@ class StreamErrorChunk(ProviderError):
 
 class FinishReasonError(ProviderError):
     """The response finished with a reason pi treats as an error (``content_filter`` ...)."""
-
-
-def sanitize_surrogates(text: str) -> str:
-    """Drop lone UTF-16 surrogates (JSON from JavaScript can hold them; no server accepts them)."""
-    return _LONE_SURROGATE.sub("", text) if _LONE_SURROGATE.search(text) else text
 
 
 # --------------------------------------------------------------------------- entry points

@@ -96,6 +96,7 @@ from pitrio.providers._registry import (
 )
 from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
+from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers._transform import transform_messages
 
 __all__ = [
@@ -129,7 +130,6 @@ _CLOUDFLARE_GATEWAY: Final = "cloudflare-ai-gateway"
 _CLOUDFLARE_PROVIDERS: Final = frozenset({"cloudflare-workers-ai", _CLOUDFLARE_GATEWAY})
 _CLOUDFLARE_PLACEHOLDER: Final = re.compile(r"\{([A-Z_][A-Z0-9_]*)\}")
 _NOT_ID_CHAR: Final = re.compile(r"[^a-zA-Z0-9_-]")
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _MASK32: Final = 0xFFFFFFFF
 
 
@@ -212,13 +212,6 @@ def _base36(value: int) -> str:
         out = digits[rest] + out
         if not value:
             return out
-
-
-def _sanitize(text: str) -> str:
-    """Drop lone UTF-16 surrogates, which make the request body invalid JSON for the API."""
-    if text.isascii():
-        return text
-    return _LONE_SURROGATE.sub("", text)
 
 
 def _json_text(value: Any) -> str:
@@ -307,16 +300,16 @@ def convert_responses_messages(
     items: list[dict[str, Any]] = []
     if include_system_prompt and context.system_prompt:
         role = "developer" if model.reasoning else "system"
-        items.append({"role": role, "content": _sanitize(context.system_prompt)})
+        items.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
     images_ok = "image" in model.input
     index = 0  # position among the messages that produced input, for fallback message ids
     for message in messages:
         if isinstance(message, UserMessage):
             if isinstance(message.content, str):
-                content = [{"type": "input_text", "text": _sanitize(message.content)}]
+                content = [{"type": "input_text", "text": sanitize_surrogates(message.content)}]
             else:
                 content = [
-                    {"type": "input_text", "text": _sanitize(block.text)}
+                    {"type": "input_text", "text": sanitize_surrogates(block.text)}
                     if isinstance(block, TextContent)
                     else _image_part(block)
                     for block in message.content
@@ -362,7 +355,11 @@ def _assistant_items(message: AssistantMessage, model: Model, index: int) -> lis
                 "type": "message",
                 "role": "assistant",
                 "content": [
-                    {"type": "output_text", "text": _sanitize(block.text), "annotations": []}
+                    {
+                        "type": "output_text",
+                        "text": sanitize_surrogates(block.text),
+                        "annotations": [],
+                    }
                 ],
                 "status": "completed",
                 "id": msg_id,
@@ -394,11 +391,11 @@ def _tool_result_item(message: ToolResultMessage, images_ok: bool) -> dict[str, 
     if has_images and images_ok:
         parts: list[dict[str, Any]] = []
         if text:
-            parts.append({"type": "input_text", "text": _sanitize(text)})
+            parts.append({"type": "input_text", "text": sanitize_surrogates(text)})
         parts.extend(_image_part(b) for b in message.content if isinstance(b, ImageContent))
         output = parts
     else:
-        output = _sanitize(text if text else "(see attached image)")
+        output = sanitize_surrogates(text if text else "(see attached image)")
     return {
         "type": "function_call_output",
         "call_id": message.tool_call_id.split("|")[0],

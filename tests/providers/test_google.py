@@ -44,10 +44,10 @@ from pitrio.providers._google import (
     build_request_body,
     google_provider,
     register_google,
-    sanitize_surrogates,
 )
 from pitrio.providers._http import open_http_client
 from pitrio.providers._overflow import is_context_overflow
+from pitrio.providers._text import sanitize_surrogates
 
 from fixtures_google import (
     API_KEY,
