@@ -14,6 +14,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pitrio", *args],
         capture_output=True,
+        stdin=subprocess.DEVNULL,  # the command reads a prompt from a stdin that is not a TTY
         text=True,
         timeout=60,
         check=False,

@@ -1,0 +1,125 @@
+"""Print mode: send the prompts, write the result, exit (pi's ``runPrintMode``).
+
+* ``text`` (``pitrio -p "prompt"``): once every prompt has run, the text blocks of the last
+  assistant message go to stdout, one per line. If that message ended with an error or was
+  aborted, its ``errorMessage`` goes to stderr instead and the exit status is 1.
+* ``json`` (``pitrio --mode json "prompt"``): the session header, then every session event as
+  it happens, one JSON object per line, exactly as pi writes them (docs/json.md).
+
+A prompt the session refuses (no model, no API key ...) ends the run with its message on
+stderr and exit status 1. When the reader of stdout goes away (``| head``), the run is aborted
+and the command exits quietly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import BinaryIO, Literal, TextIO
+
+from pitrio._exceptions import PitrioError
+from pitrio.cli._setup import Runtime
+from pitrio.codec import dumps
+from pitrio.providers import AssistantMessage, TextContent, open_http_client
+from pitrio.sessions import AgentSession, AgentSessionEvent, open_agent_session
+
+PrintMode = Literal["text", "json"]
+
+
+class _JsonLines:
+    """Writes each event as a JSON line and flushes it, so a reader sees events as they come."""
+
+    def __init__(self, out: BinaryIO, session: AgentSession) -> None:
+        self._out = out
+        self._session = session
+        self.reader_gone = False
+
+    def write(self, line: bytes) -> None:
+        if self.reader_gone:
+            return
+        try:
+            self._out.write(line + b"\n")
+            self._out.flush()
+        except BrokenPipeError:
+            # Nobody reads any more: stop the run (the abort is synchronous; awaiting the
+            # session's abort here would wait for this very callback to return).
+            self.reader_gone = True
+            _discard(self._out)
+            self._session.agent.abort()
+
+    def on_event(self, event: AgentSessionEvent) -> None:
+        self.write(dumps(event))
+
+
+def _discard(out: BinaryIO) -> None:
+    """Point ``out``'s descriptor at /dev/null so that flushing it at exit cannot fail again."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+async def run_print_mode(
+    runtime: Runtime,
+    *,
+    mode: PrintMode,
+    prompts: Sequence[str],
+    out: BinaryIO,
+    err: TextIO,
+) -> int:
+    """Run ``prompts`` one after the other in a session built from ``runtime``.
+
+    Args:
+        mode: ``"text"`` (final answer only) or ``"json"`` (every event).
+        prompts: the messages to send, in order.
+        out: where results go (bytes, UTF-8).
+        err: where errors go.
+
+    Returns:
+        The exit status: 0, or 1 when a prompt failed or (text mode) the last answer is an
+        error.
+
+    Resource handling:
+        Opens the shared HTTP client and the session for the duration of the call; leaving
+        (normally, on error or when cancelled) aborts what still runs and writes what the
+        session appended to its file.
+    """
+    async with open_http_client(), open_agent_session(**runtime.session_options()) as session:
+        lines: _JsonLines | None = None
+        if mode == "json":
+            lines = _JsonLines(out, session)
+            header = session.session_manager.get_header()
+            if header is not None:
+                lines.write(dumps(header))
+            session.subscribe(lines.on_event)
+        try:
+            for prompt in prompts:
+                if lines is not None and lines.reader_gone:
+                    break
+                await session.prompt(prompt)
+        except PitrioError as exc:
+            err.write(f"{exc}\n")
+            return 1
+        if mode == "json":
+            return 0
+        return _print_last_answer(session, out, err)
+
+
+def _print_last_answer(session: AgentSession, out: BinaryIO, err: TextIO) -> int:
+    messages = session.messages
+    last = messages[-1] if messages else None
+    if not isinstance(last, AssistantMessage):
+        return 0
+    if last.stop_reason in ("error", "aborted"):
+        err.write(f"{last.error_message or f'Request {last.stop_reason}'}\n")
+        return 1
+    for block in last.content:
+        if isinstance(block, TextContent):
+            out.write(block.text.encode("utf-8", "replace") + b"\n")
+    out.flush()
+    return 0
