@@ -26,6 +26,7 @@ from typing import Any, Final, TypeAlias
 import attrs
 import trio
 
+from pitrio._awaitable import maybe_await
 from pitrio.actors._events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -42,7 +43,6 @@ from pitrio.actors._tool_runner import (
     Emit,
     ToolExecution,
     ToolRunner,
-    maybe_await,
 )
 from pitrio.channels import Mailbox
 from pitrio.providers import (

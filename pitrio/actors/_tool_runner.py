@@ -14,7 +14,6 @@ return an error result; calls not yet started are skipped the same way.
 
 from __future__ import annotations
 
-import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Literal, TypeAlias
@@ -22,6 +21,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 import trio
 
+from pitrio._awaitable import maybe_await
 from pitrio.actors._events import (
     AgentEvent,
     MessageEndEvent,
@@ -102,11 +102,6 @@ AfterToolCall: TypeAlias = Callable[
 ]
 """Hook run after ``execute``. Contract: may replace content, details, is_error or terminate; an
 exception turns the result into an error result with the exception's text."""
-
-
-async def maybe_await(value: Any) -> Any:
-    """Await ``value`` if a hook returned an awaitable (hooks may be sync or async)."""
-    return await value if inspect.isawaitable(value) else value
 
 
 @attrs.define

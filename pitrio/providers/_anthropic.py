@@ -35,7 +35,6 @@ SDK's two automatic retries are replaced by ``StreamOptions.max_retries`` (defau
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -43,7 +42,6 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import orjson
-import trio
 
 from pitrio.providers._env_keys import get_env_api_key
 from pitrio.providers._events import (
@@ -63,6 +61,7 @@ from pitrio.providers._events import (
 from pitrio.providers._http import (
     HTTPStatusError,
     InvalidStreamError,
+    apply_on_payload,
     describe_failure,
     new_message_builder,
     open_sse,
@@ -860,24 +859,16 @@ async def _read(
 ) -> tuple[bool, Exception | None]:
     """Feed every event to ``reader``; return whether ``message_stop`` came, and the failure.
 
-    Raising out of the ``async for`` would leave the response's chain of async generators
-    (ours and httpx's) suspended until the garbage collector finds them. On a failure the loop
-    cancels its own scope instead: the read stops at its next checkpoint and every generator
-    unwinds.
+    A failure stops the reading at once; :func:`open_sse` finishes the response's generators.
     """
     stopped = False
-    failure: Exception | None = None
-    with trio.CancelScope() as stop_reading:
-        async for sse in events:
-            if failure is not None:
-                continue  # events already decoded after the failure are dropped
-            try:
-                if await reader.feed(sse):
-                    stopped = True
-            except Exception as exc:  # the message ends with this error
-                failure = exc
-                stop_reading.cancel()
-    return stopped, failure
+    async for sse in events:
+        try:
+            if await reader.feed(sse):
+                stopped = True
+        except Exception as exc:  # the message ends with this error
+            return stopped, exc
+    return stopped, None
 
 
 async def _stream(
@@ -893,12 +884,7 @@ async def _stream(
     try:
         endpoint = _endpoint(model, context, options, api_key, anthropic.interleaved_thinking)
         body: Any = build_params(model, context, options, anthropic, is_oauth=endpoint.is_oauth)
-        if options.on_payload is not None:
-            replaced = options.on_payload(body, model)
-            if inspect.isawaitable(replaced):
-                replaced = await replaced
-            if replaced is not None:
-                body = replaced
+        body = await apply_on_payload(options, body, model)
         if not endpoint.auth_ok:
             raise ProviderError(NO_AUTH_MESSAGE)
         async with open_sse(

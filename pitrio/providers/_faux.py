@@ -13,7 +13,6 @@ the same script, except that text is cut by code points where JavaScript cuts UT
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 import random
@@ -26,6 +25,7 @@ import attrs
 import orjson
 import trio
 
+from pitrio._awaitable import maybe_await
 from pitrio.codec import to_wire
 from pitrio.providers._events import (
     DoneEvent,
@@ -360,8 +360,7 @@ class FauxProvider:
         if isinstance(step, AssistantMessage):
             resolved = step
         else:
-            produced = step(context, options, self.state, model)
-            resolved = await produced if inspect.isawaitable(produced) else produced
+            resolved = await maybe_await(step(context, options, self.state, model))
         message = attrs.evolve(resolved, api=self.api, provider=self.provider, model=model.id)
         message = _with_usage_estimate(message, context, options, self._prompt_cache)
         await self._stream_deltas(message, out)

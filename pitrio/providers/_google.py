@@ -26,7 +26,6 @@ token count ... exceeds the maximum number of tokens allowed", which
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -35,7 +34,6 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 import httpx
 import orjson
-import trio
 
 from pitrio.providers._env_keys import get_env_api_key
 from pitrio.providers._events import (
@@ -55,6 +53,7 @@ from pitrio.providers._events import (
 from pitrio.providers._http import (
     HTTPStatusError,
     InvalidStreamError,
+    apply_on_payload,
     describe_failure,
     new_message_builder,
     open_sse,
@@ -632,33 +631,19 @@ class _Stream:
 
 
 async def _read_events(state: _Stream, events: AsyncIterator[SSEEvent]) -> None:
-    """Feed every event to ``state``; stop reading at the first bad one and raise its error.
-
-    Raising out of the ``async for`` would leave the response's chain of async generators
-    (ours and httpx's) suspended, to be finalised by the garbage collector. Cancelling a scope
-    around the loop instead stops the read at its next checkpoint and unwinds every generator.
-    """
-    failure: Exception | None = None
-    with trio.CancelScope() as stop_reading:
-        async for event in events:
-            if failure is not None:
-                continue  # already-buffered events after the failure are dropped
-            try:
-                chunk = sse_json(event)
-                if not isinstance(chunk, Mapping):
-                    raise InvalidStreamError(
-                        f"Invalid stream chunk (not an object): {event.data!r}"
-                    )
-                await state.chunk(chunk)
-            except ProviderError as exc:
-                failure = exc
-                stop_reading.cancel()
-            except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
-                snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
-                failure = InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}")
-                stop_reading.cancel()
-    if failure is not None:
-        raise failure
+    """Feed every event to ``state``; stop reading at the first bad one and raise its error
+    (:func:`open_sse` finishes the response's generators)."""
+    async for event in events:
+        try:
+            chunk = sse_json(event)
+            if not isinstance(chunk, Mapping):
+                raise InvalidStreamError(f"Invalid stream chunk (not an object): {event.data!r}")
+            await state.chunk(chunk)
+        except ProviderError:
+            raise
+        except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
+            snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
+            raise InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}") from exc
     await state.close_block()
 
 
@@ -675,12 +660,7 @@ async def _run(
     try:
         api_key = options.api_key or get_env_api_key(model.provider) or ""
         body: Any = build_request_body(model, context, options, google)
-        if options.on_payload is not None:
-            replaced = options.on_payload(body, model)
-            if inspect.isawaitable(replaced):
-                replaced = await replaced
-            if replaced is not None:
-                body = replaced
+        body = await apply_on_payload(options, body, model)
         async with open_sse(
             request_url(model),
             headers=_request_headers(model, options, api_key),

@@ -36,9 +36,10 @@ import httpx
 import orjson
 import trio
 
+from pitrio._awaitable import maybe_await
 from pitrio.providers._events import ErrorEvent
 from pitrio.providers._json_parse import parse_streaming_json
-from pitrio.providers._messages import Model
+from pitrio.providers._messages import Model, StreamOptions
 from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import ProviderError
 from pitrio.providers._sse import SSEEvent, aiter_sse
@@ -287,6 +288,14 @@ async def _backoff(attempt: int, retry_after: float | None, max_delay_ms: int | 
             f"{max_delay_ms / 1000:.1f}s"
         )
     await trio.sleep(delay)
+
+
+async def apply_on_payload(options: StreamOptions, body: Any, model: Model) -> Any:
+    """Show ``body`` to ``options.on_payload``; its non-None result replaces the body."""
+    if options.on_payload is None:
+        return body
+    replaced = await maybe_await(options.on_payload(body, model))
+    return body if replaced is None else replaced
 
 
 def new_message_builder(model: Model) -> AssistantMessageBuilder:

@@ -29,7 +29,6 @@ driver ends the message with ``"aborted"``.
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -52,7 +51,12 @@ from pitrio.providers._events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from pitrio.providers._http import HTTPStatusError, describe_failure, new_message_builder
+from pitrio.providers._http import (
+    HTTPStatusError,
+    apply_on_payload,
+    describe_failure,
+    new_message_builder,
+)
 from pitrio.providers._http import open_sse as open_sse
 from pitrio.providers._http import sse_json as sse_json
 from pitrio.providers._json_parse import parse_streaming_json
@@ -230,12 +234,7 @@ async def _run(
             reasoning_effort=reasoning_effort,
             tool_choice=tool_choice,
         )
-        if options.on_payload is not None:
-            replaced = options.on_payload(body, model)
-            if inspect.isawaitable(replaced):
-                replaced = await replaced
-            if replaced is not None:
-                body = replaced
+        body = await apply_on_payload(options, body, model)
         reader = _ChunkReader(model, builder, out)
         async with open_sse(
             chat_completions_url(model.base_url),

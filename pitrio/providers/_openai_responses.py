@@ -37,7 +37,6 @@ Differences from pi 0.73.1, on purpose:
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -45,7 +44,6 @@ from typing import Any, Final
 
 import attrs
 import orjson
-import trio
 
 from pitrio.providers._env_keys import get_env_api_key
 from pitrio.providers._events import (
@@ -63,6 +61,7 @@ from pitrio.providers._events import (
 )
 from pitrio.providers._http import (
     InvalidStreamError,
+    apply_on_payload,
     emit_failure,
     new_message_builder,
     open_sse,
@@ -238,10 +237,6 @@ def _parse_text_signature(signature: str | None) -> tuple[str, str | None] | Non
             phase = parsed.get("phase")
             return parsed["id"], phase if phase in ("commentary", "final_answer") else None
     return signature, None
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 # --------------------------------------------------------------------------- request: messages
@@ -838,31 +833,20 @@ async def process_responses_stream(
         ProviderError: the stream reported a failure or could not be read.
     """
     reader = ResponsesEventReader(builder, out, model, options)
-    failure: ProviderError | None = None
     ignore_rest = False
-    # On a failure, stop by cancelling: the cancellation surfaces inside the next network read
-    # and unwinds the whole chain of async generators (ours and httpx's) under ``events``;
-    # raising out of the loop instead would leave them suspended for the garbage collector.
-    with trio.CancelScope() as stop_reading:
-        async for event in events:
-            if failure is not None or ignore_rest:
-                continue  # the SDK reads on to the end after [DONE]; so do we
-            if event.data.startswith("[DONE]"):
-                ignore_rest = True
-                continue
-            if event.event.startswith("thread."):
-                continue  # Assistants API events, never part of a Responses stream
-            try:
-                payload = sse_json(event)
-                if isinstance(payload, dict):
-                    if payload.get("error"):
-                        raise ProviderError(_api_error_text(payload["error"]))
-                    await reader.handle(payload)
-            except ProviderError as exc:
-                failure = exc
-                stop_reading.cancel()
-    if failure is not None:
-        raise failure
+    async for event in events:
+        if ignore_rest:
+            continue  # the SDK reads on to the end after [DONE]; so do we
+        if event.data.startswith("[DONE]"):
+            ignore_rest = True
+            continue
+        if event.event.startswith("thread."):
+            continue  # Assistants API events, never part of a Responses stream
+        payload = sse_json(event)
+        if isinstance(payload, dict):
+            if payload.get("error"):
+                raise ProviderError(_api_error_text(payload["error"]))
+            await reader.handle(payload)
     return reader.finished
 
 
@@ -930,10 +914,7 @@ async def stream_openai_responses(
         headers = _build_headers(model, context, api_key, options, session_id)
         url = _base_url(model).rstrip("/") + "/responses"
         params: Any = build_params(model, context, options, api_options)
-        if options.on_payload is not None:
-            replaced = await _maybe_await(options.on_payload(params, model))
-            if replaced is not None:
-                params = replaced
+        params = await apply_on_payload(options, params, model)
         stream_options = ResponsesStreamOptions(
             service_tier=api_options.service_tier,
             apply_service_tier_pricing=_tier_pricing(model),

@@ -24,7 +24,6 @@ background timer. ``abort()`` from any task ends the run, the backoff or both.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from re import Pattern
@@ -34,6 +33,7 @@ import attrs
 import structlog
 import trio
 
+from pitrio._awaitable import maybe_await
 from pitrio._exceptions import UsageError
 from pitrio.actors import (
     Agent,
@@ -124,10 +124,6 @@ NO_MODEL_SELECTED: Final = "No model selected. Select a model (set_model) before
 StreamingBehavior = Literal["steer", "follow_up"]
 ToolExecution = Literal["sequential", "parallel"]
 Subscriber = Callable[[AgentSessionEvent], "Awaitable[None] | None"]
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 @attrs.frozen
@@ -592,7 +588,7 @@ class AgentSession:
         model = self.model
         if model is None:
             raise UsageError(NO_MODEL_SELECTED)
-        if self._has_auth is not None and not await _maybe_await(self._has_auth(model)):
+        if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
             raise UsageError(f"No API key found for {model.provider}.")
         self._claim()
         try:
@@ -718,7 +714,7 @@ class AgentSession:
         Raises:
             UsageError: ``has_auth`` says there is no API key for the model.
         """
-        if self._has_auth is not None and not await _maybe_await(self._has_auth(model)):
+        if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
             raise UsageError(f"No API key for {model.provider}/{model.id}")
         previous = self.model
         level = self._thinking_level_for_switch()
@@ -740,7 +736,7 @@ class AgentSession:
         scoped = bool(self._scoped_models)
         candidates = self._scoped_models or [ScopedModel(model=m) for m in self._models]
         if self._has_auth is not None:
-            candidates = [c for c in candidates if await _maybe_await(self._has_auth(c.model))]
+            candidates = [c for c in candidates if await maybe_await(self._has_auth(c.model))]
         if len(candidates) <= 1:
             return None
         current = self.model
@@ -844,7 +840,7 @@ class AgentSession:
     ) -> AssistantMessage:
         if options.api_key is None:
             get = self.agent.get_api_key
-            key = await _maybe_await(get(model.provider)) if get is not None else None
+            key = await maybe_await(get(model.provider)) if get is not None else None
             if isinstance(key, str) and key:
                 options = attrs.evolve(options, api_key=key)
         if self._complete_fn is not None:
