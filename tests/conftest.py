@@ -1,5 +1,21 @@
-"""Shared fixtures. Tests never reach the network: providers are tested against loopback servers."""
+"""Shared fixtures. Tests never reach the network: providers are tested against loopback servers.
+
+Hypothesis runs under one profile, ``pitrio``, loaded here for every test: no per-example
+deadline (a loaded 2-core machine easily takes longer than Hypothesis's default 200 ms, and a
+timing failure says nothing about the code) and no example database, so a failure found on one
+run is never saved into the checkout (``.hypothesis/``) to replay on later runs. A test that
+needs fewer examples sets ``max_examples`` only.
+"""
 
 from __future__ import annotations
 
+from typing import Final
+
+from hypothesis import settings
+
 ALLOW_NETWORK = False
+
+HYPOTHESIS_PROFILE: Final = "pitrio"
+
+settings.register_profile(HYPOTHESIS_PROFILE, deadline=None, database=None)
+settings.load_profile(HYPOTHESIS_PROFILE)

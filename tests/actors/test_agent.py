@@ -346,8 +346,12 @@ async def test_abort_between_turns_stops_before_the_next_call() -> None:
     _assert_valid_transcript(agent.messages)
 
 
-async def test_cancelling_the_prompt_caller_aborts_the_run() -> None:
+async def test_cancelling_the_prompt_caller_aborts_the_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """A caller that stops waiting aborts the run, which still finishes cleanly."""
+    # Virtual time: the caller's timeout fires once the run is blocked in the provider, not
+    # after 10 real ms that a busy machine may spend before the run has even started.
     faux, registry, _release = await _blocking_agent()
     async with open_agent(model=faux.get_model(), registry=registry) as agent:
         with trio.move_on_after(0.01):

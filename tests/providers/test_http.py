@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from pitrio.providers._http import (
     HTTPStatusError,
@@ -84,7 +85,13 @@ async def test_refused_connection_is_a_connection_error() -> None:
     assert describe_failure(info.value).startswith("Connection error")
 
 
-async def test_read_timeout_is_reported_as_timed_out() -> None:
+async def test_read_timeout_is_reported_as_timed_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A server that stops sending ends the request with a read timeout, in virtual time."""
+    # The 50 ms also bound the connect: in real time a busy machine can miss it while
+    # connecting. Loopback I/O completes inside the syscalls, so the clock only jumps once
+    # the server really hangs.
     async with serve(sse_handler(BODY, hang_after=5)) as server:
         with pytest.raises(httpx.ReadTimeout) as info:
             await collect(server.url(), timeout_ms=50)

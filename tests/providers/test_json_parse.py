@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pitrio.providers._json_parse import (
@@ -72,6 +72,7 @@ json_values = st.recursive(
 
 @given(st.dictionaries(st.text(max_size=6), json_values, max_size=4))
 def test_every_prefix_parses_and_the_whole_text_round_trips(value: dict[str, object]) -> None:
+    """Every prefix of a JSON object parses to a dict, and the whole text to the value itself."""
     text = json.dumps(value)
     for end in range(len(text) + 1):
         prefix = parse_streaming_json(text[:end])
@@ -80,3 +81,11 @@ def test_every_prefix_parses_and_the_whole_text_round_trips(value: dict[str, obj
         assert set(prefix) <= set(value)
     assert parse_streaming_json(text) == value
     assert parse_partial_json(text) == value
+
+
+def test_hypothesis_runs_without_a_deadline_and_saves_nothing_in_the_checkout() -> None:
+    """The shared profile has no per-example deadline and no example database (issue 9)."""
+    # A deadline fails the property above on a busy machine, and a database in ``.hypothesis/``
+    # replays that timing failure on every later run.
+    assert settings().deadline is None
+    assert settings().database is None

@@ -223,7 +223,9 @@ async def test_retry_disabled_or_permanent_errors_end_the_prompt(
         assert faux.state.call_count == 2
 
 
-async def test_a_retry_schedule_then_cancel_before_waiting_cancels_the_wait() -> None:
+async def test_a_retry_schedule_then_cancel_before_waiting_cancels_the_wait(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """cancel() between schedule and wait makes the wait return at once, reporting the cancel."""
     events: list[object] = []
 
