@@ -63,6 +63,7 @@ from pitrio.providers._http import (
     InvalidStreamError,
     apply_on_payload,
     describe_failure,
+    failure_diagnostics,
     new_message_builder,
     open_sse,
 )
@@ -909,7 +910,11 @@ async def _stream(
             text = sdk_error_message(exc.status, exc.body)
         else:
             text = describe_failure(exc)
-        builder.update(stop_reason="error", error_message=text)
+        builder.update(
+            stop_reason="error",
+            error_message=text,
+            diagnostics=failure_diagnostics(exc, builder.header.diagnostics),
+        )
         await out.emit(ErrorEvent(reason="error", error=builder.build()))
         return
     reason = builder.stop_reason

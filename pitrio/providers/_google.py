@@ -55,6 +55,7 @@ from pitrio.providers._http import (
     InvalidStreamError,
     apply_on_payload,
     describe_failure,
+    failure_diagnostics,
     new_message_builder,
     open_sse,
     sse_json,
@@ -674,7 +675,11 @@ async def _run(
         if builder.stop_reason in ("error", "aborted"):
             raise ProviderError(UNKNOWN_ERROR)
     except Exception as exc:  # failures are data: the stream ends with an error event
-        builder.update(stop_reason="error", error_message=_error_message(exc))
+        builder.update(
+            stop_reason="error",
+            error_message=_error_message(exc),
+            diagnostics=failure_diagnostics(exc, builder.header.diagnostics),
+        )
         await out.emit(ErrorEvent(reason="error", error=builder.build()))
         return
     stop_reason = builder.stop_reason

@@ -26,7 +26,9 @@ attempts as events, sees every failure.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import email.utils
+import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -176,20 +178,58 @@ def _timeout(timeout_ms: int | None) -> httpx.Timeout | None:
 
 
 def _retry_after_s(headers: Mapping[str, str]) -> float | None:
+    # A header that is neither a number nor an HTTP date (or is nan, inf, negative) is ignored.
     value = headers.get("retry-after-ms")
     if value:
         try:
-            return float(value) / 1000
+            milliseconds = float(value)
         except ValueError:
             pass
+        else:
+            if math.isfinite(milliseconds) and milliseconds >= 0:
+                return milliseconds / 1000
     value = headers.get("retry-after")
     if not value:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
-        when = email.utils.parsedate_to_datetime(value)
-        return None if when is None else max(0.0, when.timestamp() - time.time())
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC by RFC 5322
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, when.timestamp() - time.time())
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+RETRY_AFTER_DIAGNOSTIC: Final = "retry_after"
+"""``type`` of the diagnostic that carries a server-requested delay to the session's retry."""
+
+
+def failure_diagnostics(
+    exc: BaseException, diagnostics: list[dict[str, Any]] | None
+) -> list[dict[str, Any]] | None:
+    """Return ``diagnostics`` plus one for an HTTP error whose server asked for a delay.
+
+    The delay (``retry-after-ms``, ``retry-after`` in seconds or as an HTTP date, converted
+    when the response arrived) travels in pi's diagnostic shape, ``{"type": "retry_after",
+    "timestamp", "error": {"name", "message", "code"}, "details": {"status",
+    "retryAfterMs"}}``, so the session's retry can wait as long as the server asked.
+    """
+    if not isinstance(exc, HTTPStatusError):
+        return diagnostics
+    retry_after = _retry_after_s(exc.headers)
+    if retry_after is None:
+        return diagnostics
+    diagnostic = {
+        "type": RETRY_AFTER_DIAGNOSTIC,
+        "timestamp": now_ms(),
+        "error": {"name": type(exc).__name__, "message": str(exc), "code": exc.status},
+        "details": {"status": exc.status, "retryAfterMs": round(retry_after * 1000)},
+    }
+    return [*(diagnostics or ()), diagnostic]
 
 
 async def _read_error_body(response: httpx.Response) -> str:
@@ -313,5 +353,9 @@ async def emit_failure(
     out: AssistantMessageEventStream, builder: AssistantMessageBuilder, exc: BaseException
 ) -> None:
     """End the message with ``stopReason: "error"`` and push the terminal ``error`` event."""
-    builder.update(stop_reason="error", error_message=describe_failure(exc))
+    builder.update(
+        stop_reason="error",
+        error_message=describe_failure(exc),
+        diagnostics=failure_diagnostics(exc, builder.header.diagnostics),
+    )
     await out.emit(ErrorEvent(reason="error", error=builder.build()))

@@ -55,6 +55,7 @@ from pitrio.providers._http import (
     HTTPStatusError,
     apply_on_payload,
     describe_failure,
+    failure_diagnostics,
     new_message_builder,
 )
 from pitrio.providers._http import open_sse as open_sse
@@ -262,7 +263,11 @@ async def _run(
                 builder.header.error_message or "Provider returned an error stop reason"
             )
     except Exception as exc:
-        builder.update(stop_reason="error", error_message=_failure_text(exc))
+        builder.update(
+            stop_reason="error",
+            error_message=_failure_text(exc),
+            diagnostics=failure_diagnostics(exc, builder.header.diagnostics),
+        )
         await out.emit(ErrorEvent(reason="error", error=builder.build()))
         return
     message = builder.build()
