@@ -8,6 +8,9 @@ This is the bottom layer: it imports nothing from the rest of pitrio (but the pa
   completion event whose result `EventStream.result` returns.
 - `Broadcast`: ordered fan-out to callbacks and to bounded `Subscription`\\ s with an explicit
   `SlowSubscriberPolicy`.
+- `EventLog`: a `Broadcast` that numbers its events, keeps the last `REPLAY_RING` of them and
+  serves resumable, bounded `EventLogSubscription`\\ s (``"block"``, ``"coalesce"`` or
+  ``"error"``) that encode each event once, for hosts whose clients reconnect.
 - `Mailbox`: the steering and follow-up queues, drained ``"one-at-a-time"`` or ``"all"``.
 
 Every default size is a named constant (`EVENT_STREAM_BUFFER`, `SUBSCRIPTION_BUFFER`,
@@ -24,11 +27,21 @@ from ._broadcast import BroadcastStatistics as BroadcastStatistics
 from ._broadcast import SlowSubscriberPolicy as SlowSubscriberPolicy
 from ._broadcast import Subscription as Subscription
 from ._broadcast import SubscriptionStatistics as SubscriptionStatistics
+from ._event_log import COALESCE_OVERRUN as COALESCE_OVERRUN
+from ._event_log import REPLAY_RING as REPLAY_RING
+from ._event_log import EventLog as EventLog
+from ._event_log import EventLogPolicy as EventLogPolicy
+from ._event_log import EventLogStatistics as EventLogStatistics
+from ._event_log import EventLogSubscription as EventLogSubscription
+from ._event_log import EventLogSubscriptionStatistics as EventLogSubscriptionStatistics
+from ._event_log import Sequenced as Sequenced
+from ._event_log import Snapshot as Snapshot
 from ._event_stream import EVENT_STREAM_BUFFER as EVENT_STREAM_BUFFER
 from ._event_stream import EventStream as EventStream
 from ._event_stream import EventStreamStatistics as EventStreamStatistics
 from ._exceptions import MailboxFull as MailboxFull
 from ._exceptions import StreamEndedWithoutResult as StreamEndedWithoutResult
+from ._exceptions import SubscriberLagged as SubscriberLagged
 from ._exceptions import SubscriberOverflow as SubscriberOverflow
 from ._mailbox import MAILBOX_SIZE as MAILBOX_SIZE
 from ._mailbox import Mailbox as Mailbox
@@ -37,19 +50,29 @@ from ._mailbox import MailboxStatistics as MailboxStatistics
 from ._nursery import open_body_nursery as open_body_nursery
 
 __all__ = [
+    "COALESCE_OVERRUN",
     "EVENT_STREAM_BUFFER",
     "MAILBOX_SIZE",
+    "REPLAY_RING",
     "SUBSCRIPTION_BUFFER",
     "Broadcast",
     "BroadcastStatistics",
+    "EventLog",
+    "EventLogPolicy",
+    "EventLogStatistics",
+    "EventLogSubscription",
+    "EventLogSubscriptionStatistics",
     "EventStream",
     "EventStreamStatistics",
     "Mailbox",
     "MailboxFull",
     "MailboxMode",
     "MailboxStatistics",
+    "Sequenced",
     "SlowSubscriberPolicy",
+    "Snapshot",
     "StreamEndedWithoutResult",
+    "SubscriberLagged",
     "SubscriberOverflow",
     "Subscription",
     "SubscriptionStatistics",

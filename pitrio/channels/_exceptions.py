@@ -10,6 +10,7 @@ the generic case (``except trio.WouldBlock``, ``except trio.BrokenResourceError`
      `- MailboxFull                 Mailbox.put_nowait(): the box is at max_size
     trio.BrokenResourceError
      `- SubscriberOverflow          a Subscription with policy "error" fell behind
+         `- SubscriberLagged        an EventLogSubscription was cut off; carries resume_from
 
 Closing is reported with Trio's own exceptions, never new ones: ``trio.ClosedResourceError``
 ("you closed it") and ``trio.EndOfChannel`` ("the other side closed it and you read everything").
@@ -63,3 +64,26 @@ class SubscriberOverflow(trio.BrokenResourceError):
 
     def __str__(self) -> str:
         return f"subscriber fell more than {self.max_buffer} events behind and was disconnected"
+
+
+class SubscriberLagged(SubscriberOverflow):
+    """An `EventLogSubscription` fell too far behind and was cut off.
+
+    Raised on every read after the overflow, under policy ``"error"`` (the buffer was full) or
+    ``"coalesce"`` (the buffer was full of events that do not merge, beyond its overrun). The
+    subscription is already removed from its `EventLog` and its buffer discarded. A host
+    disconnects the client with ``resume_from``; passed back as ``from_seq``, it resumes with
+    nothing lost or doubled (or with a snapshot, if the ring moved past it meanwhile).
+    """
+
+    def __init__(self, max_buffer: int, resume_from: int) -> None:
+        super().__init__(max_buffer)
+        self.args = (max_buffer, resume_from)
+        self.resume_from = resume_from
+        """The seq of the last item the reader received: the cursor to resume from."""
+
+    def __str__(self) -> str:
+        return (
+            f"subscriber fell more than {self.max_buffer} events behind and was disconnected;"
+            f" resume from seq {self.resume_from}"
+        )
