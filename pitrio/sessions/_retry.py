@@ -2,8 +2,12 @@
 
 When a run ends with an assistant message whose ``stopReason`` is ``"error"`` and whose
 ``errorMessage`` looks transient (overloaded, rate limited, 5xx, dropped connection ...), the
-:class:`AgentSession` waits ``baseDelayMs * 2 ** (attempt - 1)`` milliseconds and continues the
-agent, at most ``maxRetries`` times. :class:`Retry` holds the attempt counter, owns the wait and
+:class:`AgentSession` waits and continues the agent, at most ``maxRetries`` times. The wait is
+the delay the server asked for, when the failed response carried one (``retry-after``,
+``retry-after-ms``: the provider records it as a ``retry_after`` diagnostic on the message),
+capped at ``retry.provider.maxRetryDelayMs`` (pi's legacy ``retry.maxDelayMs``); otherwise
+``baseDelayMs * 2 ** (attempt - 1)`` milliseconds (:func:`retry_delay_ms`). pi 0.73.1 always
+uses the exponential backoff here. :class:`Retry` holds the attempt counter, owns the wait and
 emits pi's ``auto_retry_start`` / ``auto_retry_end`` events; the session decides when to call it.
 
 The wait runs in the task that drives the prompt (there is no background timer), inside a
@@ -21,6 +25,7 @@ import trio
 
 from pitrio.codec import extra_field, wire
 from pitrio.providers import AssistantMessage, is_context_overflow
+from pitrio.providers._http import RETRY_AFTER_DIAGNOSTIC
 from pitrio.sessions._settings import RetrySettings
 
 __all__ = [
@@ -31,6 +36,8 @@ __all__ = [
     "AutoRetryStartEvent",
     "Retry",
     "is_retryable_error",
+    "requested_delay_ms",
+    "retry_delay_ms",
 ]
 
 RETRYABLE_ERROR_PATTERN: Final = re.compile(
@@ -99,6 +106,41 @@ def is_retryable_error(
     if is_context_overflow(message, context_window):
         return False
     return pattern.search(message.error_message) is not None
+
+
+def requested_delay_ms(message: AssistantMessage) -> int | None:
+    """Return the delay the server asked for when ``message`` failed, or ``None``.
+
+    Read from the last ``retry_after`` diagnostic a provider attached (its
+    ``details.retryAfterMs``); a malformed diagnostic counts as none.
+    """
+    for diagnostic in reversed(message.diagnostics or ()):
+        if not isinstance(diagnostic, dict) or diagnostic.get("type") != RETRY_AFTER_DIAGNOSTIC:
+            continue
+        details = diagnostic.get("details")
+        value = details.get("retryAfterMs") if isinstance(details, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return int(value)
+        return None
+    return None
+
+
+def retry_delay_ms(settings: RetrySettings, attempt: int, requested_ms: int | None = None) -> int:
+    """Return how long retry ``attempt`` (1 for the first) waits, in milliseconds.
+
+    Args:
+        settings: the retry settings.
+        attempt: the attempt about to be made, from 1.
+        requested_ms: the delay the server asked for (:func:`requested_delay_ms`), if any.
+
+    Returns:
+        ``requested_ms`` capped at ``settings.max_delay_ms`` (``0``: no cap) when the server
+        asked for a delay, else ``base_delay_ms * 2 ** (attempt - 1)``.
+    """
+    if requested_ms is not None:
+        cap = settings.max_delay_ms
+        return requested_ms if cap <= 0 else min(requested_ms, cap)
+    return settings.base_delay_ms * (1 << (attempt - 1))  # base * 2^(n-1)
 
 
 RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent
@@ -175,7 +217,7 @@ class Retry:
                 AutoRetryEndEvent(success=False, attempt=attempt, final_error=message.error_message)
             )
             return None
-        delay_ms = settings.base_delay_ms * (1 << (self._attempt - 1))  # base * 2^(n-1)
+        delay_ms = retry_delay_ms(settings, self._attempt, requested_delay_ms(message))
         self._scope = trio.CancelScope()
         await self._emit(
             AutoRetryStartEvent(

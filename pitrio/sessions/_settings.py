@@ -113,7 +113,10 @@ class RetrySettings:
     enabled: bool = DEFAULT_RETRY_ENABLED
     max_retries: int = DEFAULT_MAX_RETRIES
     base_delay_ms: int = DEFAULT_BASE_DELAY_MS
-    """Attempt n waits ``base_delay_ms * 2 ** (n - 1)`` milliseconds."""
+    """Attempt n waits ``base_delay_ms * 2 ** (n - 1)`` milliseconds (no server-requested delay)."""
+    max_delay_ms: int = DEFAULT_MAX_RETRY_DELAY_MS
+    """Cap on a server-requested delay (``retry-after``); ``0``: no cap. Read from
+    ``retry.provider.maxRetryDelayMs`` (pi's legacy ``retry.maxDelayMs`` migrates there)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -562,6 +565,7 @@ class SettingsManager:
             enabled=_bool(section.get("enabled"), DEFAULT_RETRY_ENABLED),
             max_retries=_number(section.get("maxRetries"), DEFAULT_MAX_RETRIES),
             base_delay_ms=_number(section.get("baseDelayMs"), DEFAULT_BASE_DELAY_MS),
+            max_delay_ms=self.provider_retry_settings().max_retry_delay_ms,
         )
 
     def provider_retry_settings(self) -> ProviderRetrySettings:

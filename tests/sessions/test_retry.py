@@ -4,12 +4,15 @@ the context, and abort during the backoff. Time is virtual (autojump clock)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
 import pytest
 import trio
 import trio.testing
 
 from pitrio.codec import to_wire
-from pitrio.providers import AssistantMessage, faux_assistant_message
+from pitrio.providers import AssistantMessage, default_registry, faux_assistant_message, get_model
 from pitrio.sessions import SessionMessageEntry
 from pitrio.sessions._retry import (
     PI_RETRYABLE_ERROR_PATTERN,
@@ -18,16 +21,28 @@ from pitrio.sessions._retry import (
     AutoRetryStartEvent,
     Retry,
     is_retryable_error,
+    requested_delay_ms,
+    retry_delay_ms,
 )
-from pitrio.sessions._settings import RetrySettings
+from pitrio.sessions._settings import RetrySettings, SettingsManager
 
+import fixtures_openai_completions as openai_fx
+from loopback import error_handler, sequence_handler, serve, sse_handler
 from session_helpers import Events, fail, make_faux, open_session, reply
 
 FAST = {"retry": {"baseDelayMs": 1000}}
 
 
-def error(text: str) -> AssistantMessage:
-    return faux_assistant_message([], stop_reason="error", error_message=text)
+def error(text: str, retry_after_ms: int | None = None) -> AssistantMessage:
+    message = faux_assistant_message([], stop_reason="error", error_message=text)
+    if retry_after_ms is None:
+        return message
+    diagnostic = {
+        "type": "retry_after",
+        "timestamp": 0,
+        "details": {"status": 429, "retryAfterMs": retry_after_ms},
+    }
+    return attrs.evolve(message, diagnostics=[diagnostic])
 
 
 @pytest.mark.parametrize(
@@ -257,3 +272,95 @@ async def test_the_provider_gets_the_max_retry_delay_from_the_settings() -> None
     async with open_session(faux, registry) as session:
         await session.prompt("hi")
     assert seen == [1234, 60000]
+
+
+# --------------------------------------------------------------------------- retry-after
+
+
+def test_a_server_requested_delay_replaces_the_backoff_up_to_the_cap() -> None:
+    """retry-after sets the delay, capped by maxRetryDelayMs (0: no cap); else the backoff."""
+    settings = RetrySettings(base_delay_ms=1000, max_delay_ms=30_000)
+    assert retry_delay_ms(settings, 3) == 4000
+    assert retry_delay_ms(settings, 3, 7000) == 7000
+    assert retry_delay_ms(settings, 1, 0) == 0
+    assert retry_delay_ms(settings, 1, 3_600_000) == 30_000
+    assert retry_delay_ms(attrs.evolve(settings, max_delay_ms=0), 1, 3_600_000) == 3_600_000
+
+
+def test_the_requested_delay_is_read_from_the_retry_after_diagnostic() -> None:
+    """Only a well-formed retry_after diagnostic counts as a server-requested delay."""
+    assert requested_delay_ms(error("429 slow down", retry_after_ms=7000)) == 7000
+    assert requested_delay_ms(error("429 slow down")) is None
+    odd: list[Any] = [
+        {"type": "retry_after", "details": {"retryAfterMs": "7000"}},
+        {"type": "retry_after", "details": {"retryAfterMs": -1}},
+        {"type": "retry_after"},
+        {"type": "provider_transport_failure", "details": {"retryAfterMs": 5}},
+        "not a dict",
+    ]
+    for diagnostic in odd:
+        message = attrs.evolve(error("429"), diagnostics=[diagnostic])
+        assert requested_delay_ms(message) is None, diagnostic
+
+
+def test_the_cap_comes_from_the_provider_retry_setting_and_its_legacy_name() -> None:
+    """RetrySettings.max_delay_ms is retry.provider.maxRetryDelayMs, legacy retry.maxDelayMs."""
+    assert SettingsManager.in_memory().retry_settings().max_delay_ms == 60_000
+    legacy = SettingsManager.in_memory({"retry": {"maxDelayMs": 5000}})
+    assert legacy.retry_settings().max_delay_ms == 5000
+    current = SettingsManager.in_memory({"retry": {"provider": {"maxRetryDelayMs": 0}}})
+    assert current.retry_settings().max_delay_ms == 0
+
+
+async def test_the_session_waits_as_long_as_the_server_asked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A 429 with retry-after: 7 over real HTTP makes the session wait 7 s, not the 2 s backoff."""
+    handler = sequence_handler(
+        error_handler(429, {"error": {"message": "Rate limit reached"}}, {"retry-after": "7"}),
+        sse_handler(openai_fx.text_stream("after the wait")),
+    )
+    async with serve(handler) as server:
+        model = attrs.evolve(
+            get_model("openai", "gpt-4o-mini"), base_url=server.url(), api="openai-completions"
+        )
+        faux, _ = make_faux()
+        async with open_session(
+            faux,
+            default_registry,
+            model=model,
+            models=[model],
+            settings={"retry": {"baseDelayMs": 2000}},
+            get_api_key=lambda *_: "k",
+        ) as session:
+            events = Events()
+            session.subscribe(events)
+            start = trio.current_time()
+            await session.prompt("hi")
+            waited = trio.current_time() - start
+    [announced] = events.of("auto_retry_start")
+    assert announced.delay_ms == 7000
+    assert 7 <= waited < 8
+    assert len(server.requests) == 2
+    last = session.messages[-1]
+    assert isinstance(last, AssistantMessage) and last.text() == "after the wait"
+
+
+async def test_a_long_server_delay_is_capped_by_the_settings(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A requested delay longer than maxRetryDelayMs waits the cap, then retries."""
+    faux, registry = make_faux()
+
+    def too_long(*_: Any) -> AssistantMessage:
+        return error("429 quota exceeded", retry_after_ms=5 * 3600 * 1000)
+
+    faux.set_responses([too_long, reply("ok")])
+    settings = {"retry": {"provider": {"maxRetryDelayMs": 3000}}}
+    async with open_session(faux, registry, settings=settings) as session:
+        events = Events()
+        session.subscribe(events)
+        start = trio.current_time()
+        await session.prompt("hi")
+        assert trio.current_time() - start == pytest.approx(3.0, abs=0.5)
+    assert [e.delay_ms for e in events.of("auto_retry_start")] == [3000]
