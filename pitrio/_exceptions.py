@@ -20,6 +20,7 @@
      |    +-- CompactionError                      compaction could not run or summarise
      +-- SettingsError                           pitrio.sessions settings
      |    +-- SettingsFileError (also ValueError)  a settings.json that is not valid JSON
+     |    +-- SettingsValueError (also ValueError) a known setting with a value of the wrong type
      +-- ToolError                               pitrio.tools (turned into error tool results)
           +-- ToolNotFound (also LookupError)
           +-- ToolArgumentsInvalid (also ValueError)  arguments fail the JSON schema

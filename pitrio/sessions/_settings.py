@@ -16,6 +16,12 @@ as empty, a :class:`SettingsFileError` naming the file is recorded (:meth:`Setti
 drain_errors`), and that file is never written, so nothing in it is lost. Pass ``strict=True``
 to raise the error instead.
 
+A known key whose value has the wrong type (``{"retry": "yes"}``, ``{"compaction":
+{"reserveTokens": "x"}}``) is not fatal either: a :class:`SettingsValueError` naming the file and
+the key is recorded for :meth:`SettingsManager.drain_errors` (never raised, even with
+``strict=True``: the value has a default) and that key alone reads as its default; the other
+keys of the same object keep their values. pi ignores such values without a word.
+
 Writes (``set_*``) go to the global file. Like pi, a write re-reads the file and replaces only
 the keys this process changed, so a concurrent edit of another key survives; the new text is
 written to a temporary file and renamed over the old one, so a crash never leaves half a file.
@@ -50,6 +56,8 @@ __all__ = [
     "SettingsManager",
     "SettingsScope",
     "SettingsStorage",
+    "SettingsValueError",
+    "check_settings_types",
     "deep_merge_settings",
     "migrate_settings",
 ]
@@ -89,6 +97,111 @@ class SettingsFileError(SettingsError, ValueError):
         super().__init__(f"Invalid {scope} settings file {path}: {reason}")
         self.path = path
         self.scope = scope
+
+
+class SettingsValueError(SettingsError, ValueError):
+    """A known settings key has a value of the wrong type; its default is used instead.
+
+    Attributes:
+        path: the file (or ``"<memory:global>"`` for in-memory storage).
+        scope: ``"global"`` or ``"project"``.
+        key: the dotted key, e.g. ``"compaction.reserveTokens"``.
+        value: the value found.
+        expected: what the key takes, in words (``"a number"``).
+    """
+
+    def __init__(
+        self, path: str, scope: SettingsScope, key: str, value: Any, expected: str
+    ) -> None:
+        shown = orjson.dumps(value).decode()
+        if len(shown) > VALUE_SHOWN_LIMIT:
+            shown = shown[:VALUE_SHOWN_LIMIT] + "..."
+        super().__init__(
+            f"Invalid setting {key} in {path}: expected {expected}, got {shown}; using the default"
+        )
+        self.path = path
+        self.scope = scope
+        self.key = key
+        self.value = value
+        self.expected = expected
+
+
+# --------------------------------------------------------------------------- value types
+
+VALUE_SHOWN_LIMIT: Final = 60
+"""Characters of a wrongly typed value quoted in its warning."""
+
+_Expected: TypeAlias = Literal["string", "boolean", "number"] | tuple[str, ...]
+"""A scalar JSON type, or the strings a key accepts."""
+
+SETTINGS_TYPES: Final[Mapping[str, Any]] = {
+    "defaultProvider": "string",
+    "defaultModel": "string",
+    "defaultThinkingLevel": "string",
+    "steeringMode": ("all", "one-at-a-time"),
+    "followUpMode": ("all", "one-at-a-time"),
+    "sessionDir": "string",
+    "streamStallTimeoutMs": "number",
+    "compaction": {
+        "enabled": "boolean",
+        "reserveTokens": "number",
+        "keepRecentTokens": "number",
+    },
+    "retry": {
+        "enabled": "boolean",
+        "maxRetries": "number",
+        "baseDelayMs": "number",
+        "provider": {"timeoutMs": "number", "maxRetries": "number", "maxRetryDelayMs": "number"},
+    },
+    "branchSummary": {"reserveTokens": "number", "skipPrompt": "boolean"},
+}
+"""The keys this module reads and what each takes (a nested mapping is a JSON object). Other
+keys are pi's or an extension's: kept as they are and never checked here."""
+
+
+def _describe(expected: _Expected | Mapping[str, Any]) -> str:
+    if isinstance(expected, Mapping):
+        return "an object"
+    if isinstance(expected, tuple):
+        return " or ".join(f'"{choice}"' for choice in expected)
+    return "a number" if expected == "number" else f"a {expected}"
+
+
+def _fits(value: Any, expected: _Expected | Mapping[str, Any]) -> bool:
+    if isinstance(expected, Mapping):
+        return isinstance(value, dict)
+    if isinstance(expected, tuple):
+        return value in expected
+    if expected == "number":
+        # JSON true is an int to Python; a boolean is never accepted where a number is expected.
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, bool if expected == "boolean" else str)
+
+
+def check_settings_types(
+    settings: Mapping[str, Any], path: str, scope: SettingsScope
+) -> list[SettingsValueError]:
+    """Return one :class:`SettingsValueError` per known key of ``settings`` with a wrong type.
+
+    ``null`` counts as unset (as in pi) and unknown keys are not checked. A wrongly typed
+    object is reported once, not key by key.
+    """
+    errors: list[SettingsValueError] = []
+
+    def walk(document: Mapping[str, Any], types: Mapping[str, Any], prefix: str) -> None:
+        for key, expected in types.items():
+            value = document.get(key)
+            if value is None:
+                continue
+            if not _fits(value, expected):
+                errors.append(
+                    SettingsValueError(path, scope, prefix + key, value, _describe(expected))
+                )
+            elif isinstance(expected, Mapping):
+                walk(value, expected, f"{prefix}{key}.")
+
+    walk(settings, SETTINGS_TYPES, "")
+    return errors
 
 
 # --------------------------------------------------------------------------- typed views
@@ -395,7 +508,13 @@ class SettingsManager:
                     raise
                 errors.append(exc)
                 loaded[scope] = {}
-        return cls(storage, loaded["global"], loaded["project"], errors)
+        manager = cls(storage, loaded["global"], loaded["project"], errors)
+        for loaded_scope, document in loaded.items():
+            manager._check_types(loaded_scope, document)
+        return manager
+
+    def _check_types(self, scope: SettingsScope, document: Mapping[str, Any]) -> None:
+        self._errors.extend(check_settings_types(document, self._storage.describe(scope), scope))
 
     def _merge(self) -> dict[str, Any]:
         merged = deep_merge_settings(self._global, self._project)
@@ -442,6 +561,7 @@ class SettingsManager:
                 self._unwritable.add(scope)
                 continue
             self._unwritable.discard(scope)
+            self._check_types(scope, data)
             if scope == "global":
                 self._global = data
             else:
@@ -548,6 +668,15 @@ class SettingsManager:
         if value == "~" or (value and value.startswith("~/")):
             return str(Path.home()) + value[1:]
         return value
+
+    @property
+    def stream_stall_timeout_ms(self) -> int | None:
+        """``streamStallTimeoutMs``: how long a response may send nothing before it fails.
+
+        ``None`` (unset) leaves the provider's default (generous: minutes); ``0`` turns the
+        check off. pitrio's own setting: pi has no stall timeout.
+        """
+        return _optional_number(self._merged.get("streamStallTimeoutMs"))
 
     def compaction_settings(self) -> CompactionSettings:
         """``compaction.*`` with pi's defaults."""

@@ -16,6 +16,7 @@ from pitrio.sessions._settings import (
     RetrySettings,
     SettingsFileError,
     SettingsManager,
+    SettingsValueError,
     deep_merge_settings,
 )
 
@@ -216,3 +217,81 @@ def test_wrongly_typed_values_fall_back_to_defaults() -> None:
         {"compaction": {"reserveTokens": "big", "keepRecentTokens": True, "enabled": "yes"}}
     )
     assert settings.compaction_settings() == CompactionSettings()
+
+
+def test_wrongly_typed_values_are_reported_by_file_and_key(dirs: tuple[Path, Path]) -> None:
+    """Each wrongly typed known key is a warning naming the file and the key; only that key
+    falls back to its default."""
+    write(global_file(dirs), {"retry": "yes", "defaultModel": 7, "myExtension": "kept"})
+    write(
+        project_file(dirs),
+        {
+            "compaction": {"reserveTokens": "x", "keepRecentTokens": 1000},
+            "steeringMode": "sometimes",
+            "retry": None,
+        },
+    )
+    settings = SettingsManager.create(dirs[1], dirs[0])
+    errors = settings.drain_errors()
+    assert all(isinstance(e, SettingsValueError) for e in errors)
+    found = {(e.scope, e.key) for e in errors if isinstance(e, SettingsValueError)}
+    assert found == {
+        ("global", "retry"),
+        ("global", "defaultModel"),
+        ("project", "compaction.reserveTokens"),
+        ("project", "steeringMode"),
+    }
+    messages = [str(e) for e in errors]
+    assert f'Invalid setting retry in {global_file(dirs)}: expected an object, got "yes"' in (
+        "\n".join(messages)
+    )
+    assert any(
+        m.startswith(f"Invalid setting compaction.reserveTokens in {project_file(dirs)}")
+        and 'expected a number, got "x"; using the default' in m
+        for m in messages
+    )
+    assert settings.retry_settings() == RetrySettings()
+    assert settings.compaction_settings() == CompactionSettings(keep_recent_tokens=1000)
+    assert settings.default_model is None
+    assert settings.steering_mode == "one-at-a-time"
+    assert settings.get("myExtension") == "kept"
+
+
+def test_a_nested_object_of_the_wrong_type_is_reported_once() -> None:
+    """retry.provider as a string is one warning, and the other retry keys keep their values."""
+    settings = SettingsManager.in_memory({"retry": {"provider": "fast", "maxRetries": 5}})
+    [error] = settings.drain_errors()
+    assert isinstance(error, SettingsValueError) and error.key == "retry.provider"
+    assert settings.retry_settings().max_retries == 5
+    assert settings.provider_retry_settings() == ProviderRetrySettings()
+
+
+def test_a_reload_reports_newly_broken_values(dirs: tuple[Path, Path]) -> None:
+    """reload() checks the types again and reports what is wrong now."""
+    settings = SettingsManager.create(dirs[1], dirs[0])
+    assert settings.drain_errors() == []
+    write(global_file(dirs), {"streamStallTimeoutMs": "soon"})
+    settings.reload()
+    [error] = settings.drain_errors()
+    assert isinstance(error, SettingsValueError) and error.key == "streamStallTimeoutMs"
+    assert settings.stream_stall_timeout_ms is None
+
+
+def test_well_typed_settings_give_no_warning(dirs: tuple[Path, Path]) -> None:
+    """Every known key with a value of its type loads without a warning."""
+    write(
+        global_file(dirs),
+        {
+            "defaultProvider": "openai",
+            "defaultModel": "gpt-4o",
+            "steeringMode": "all",
+            "followUpMode": "one-at-a-time",
+            "streamStallTimeoutMs": 30_000,
+            "compaction": {"enabled": False, "reserveTokens": 1000.0, "keepRecentTokens": 10},
+            "retry": {"enabled": True, "provider": {"maxRetryDelayMs": 0, "timeoutMs": None}},
+            "branchSummary": {"skipPrompt": True},
+        },
+    )
+    settings = SettingsManager.create(dirs[1], dirs[0])
+    assert settings.drain_errors() == []
+    assert settings.stream_stall_timeout_ms == 30_000
