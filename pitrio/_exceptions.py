@@ -25,6 +25,7 @@
           +-- ToolNotFound (also LookupError)
           +-- ToolArgumentsInvalid (also ValueError)  arguments fail the JSON schema
           +-- ToolSchemaInvalid (also ValueError)     a tool's own schema is not valid
+          +-- FileToolError                           pitrio.tools.builtin: a file tool failed (path, code)
 
 Provider *failures* (HTTP errors, dropped connections, aborts) are not exceptions: they end a
 stream with an ``error`` event whose message carries ``stop_reason`` and ``error_message``.

@@ -15,6 +15,7 @@ PACKAGES = [
     "pitrio.providers",
     "pitrio.sessions",
     "pitrio.tools",
+    "pitrio.tools.builtin",
 ]
 
 

@@ -10,9 +10,10 @@ serialised by a :class:`FileMutationQueue`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from pitrio._publish import publish as _publish
+from pitrio.tools._tool import AgentTool as _AgentTool
 from pitrio.tools.builtin._edit import EditTool as EditTool
 from pitrio.tools.builtin._edit import create_edit_tool as create_edit_tool
 from pitrio.tools.builtin._errors import FileToolError as FileToolError
@@ -32,9 +33,6 @@ from pitrio.tools.builtin._truncate import truncate_tail as truncate_tail
 from pitrio.tools.builtin._write import WriteTool as WriteTool
 from pitrio.tools.builtin._write import create_write_tool as create_write_tool
 
-if TYPE_CHECKING:
-    from pitrio.tools import AgentTool
-
 _BUILTIN_TOOL_NAMES: Final = ("read", "bash", "edit", "write", "grep", "find", "ls")
 
 
@@ -43,7 +41,7 @@ def builtin_tool_names() -> list[str]:
     return list(_BUILTIN_TOOL_NAMES)
 
 
-def create_tool(name: str, cwd: str) -> AgentTool:
+def create_tool(name: str, cwd: str) -> _AgentTool:
     """Return the built-in tool called ``name`` for ``cwd`` (pi's ``createTool``).
 
     Raises:
@@ -55,25 +53,25 @@ def create_tool(name: str, cwd: str) -> AgentTool:
     return factory(cwd)
 
 
-def create_coding_tools(cwd: str) -> list[AgentTool]:
+def create_coding_tools(cwd: str) -> list[_AgentTool]:
     """Return pi's default tool set for ``cwd``: read, bash, edit, write (``createCodingTools``)."""
     return [
         create_tool(name, cwd) for name in ("read", "bash", "edit", "write") if name in _FACTORIES
     ]
 
 
-def create_read_only_tools(cwd: str) -> list[AgentTool]:
+def create_read_only_tools(cwd: str) -> list[_AgentTool]:
     """Return read, grep, find and ls for ``cwd`` (pi's ``createReadOnlyTools``)."""
     return [create_tool(name, cwd) for name in ("read", "grep", "find", "ls") if name in _FACTORIES]
 
 
-def create_all_tools(cwd: str) -> dict[str, AgentTool]:
+def create_all_tools(cwd: str) -> dict[str, _AgentTool]:
     """Return every built-in tool for ``cwd`` by name (pi's ``createAllTools``)."""
     return {name: create_tool(name, cwd) for name in _BUILTIN_TOOL_NAMES if name in _FACTORIES}
 
 
 # name -> factory(cwd); bash, grep and find register here from their own modules.
-_FACTORIES: dict[str, Callable[[str], AgentTool]] = {
+_FACTORIES: dict[str, Callable[[str], _AgentTool]] = {
     "read": create_read_tool,
     "edit": create_edit_tool,
     "write": create_write_tool,
