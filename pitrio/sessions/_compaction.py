@@ -6,7 +6,9 @@ The pieces, as pi 0.73.1 (docs/compaction.md):
   :func:`estimate_context_tokens` takes the usage of the last successful assistant response and
   adds estimates for the messages after it.
 * **Triggers** (the :class:`~pitrio.sessions.AgentSession` checks them after each run):
-  *threshold*, ``contextTokens > contextWindow - reserveTokens`` (:func:`should_compact`);
+  *threshold*, ``contextTokens > contextWindow - reserve`` (:func:`should_compact`), where
+  the reserve is ``reserveTokens`` clamped to a quarter of the window (:func:`effective_reserve`)
+  so a small local model is not compacted after every turn;
   *overflow*, the model rejected the request as too long (then the session compacts and
   retries once).
 * **Cut point** (:func:`find_cut_point`): walk back from the newest message until
@@ -89,6 +91,7 @@ from pitrio.sessions._settings import CompactionSettings
 
 __all__ = [
     "IMAGE_CHARS",
+    "RESERVE_WINDOW_DIVISOR",
     "AutoCompactionEndEvent",
     "AutoCompactionStartEvent",
     "CompactionEndEvent",
@@ -103,6 +106,7 @@ __all__ = [
     "calculate_context_tokens",
     "compact",
     "default_complete",
+    "effective_reserve",
     "estimate_context_tokens",
     "estimate_tokens",
     "find_cut_point",
@@ -296,9 +300,32 @@ def estimate_context_tokens(messages: Sequence[AgentMessage]) -> ContextTokenEst
     return ContextTokenEstimate(estimated, 0, estimated, None)
 
 
+RESERVE_WINDOW_DIVISOR: Final = 4
+"""The reserve never exceeds ``contextWindow // 4``: three quarters of a window fill first."""
+
+
+def effective_reserve(context_window: int, reserve_tokens: int) -> int:
+    """Return the tokens kept free for the response: ``min(reserveTokens, contextWindow // 4)``.
+
+    pi reserves ``reserveTokens`` (default 16,384) whatever the window, which for a window at
+    or below that size (an 8k or 16k local model) puts the threshold at or below zero, so the
+    session compacts after every turn. Clamped, an 8,192-token window reserves 2,048 and
+    compacts past 6,144 tokens; a 32k window reserves 8,192. Windows of 64k and more keep the
+    default (``65,536 // 4 = 16,384``), so large models behave exactly as in pi.
+    """
+    return max(0, min(reserve_tokens, context_window // RESERVE_WINDOW_DIVISOR))
+
+
 def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:
-    """Whether auto-compaction should run: enabled and ``tokens > window - reserveTokens``."""
-    return settings.enabled and context_tokens > context_window - settings.reserve_tokens
+    """Whether auto-compaction should run: ``tokens > window - reserve``.
+
+    ``reserve`` is :func:`effective_reserve` (``reserveTokens`` clamped to a quarter of the
+    window). Never when compaction is disabled, or when the window is unknown (0).
+    """
+    if not settings.enabled or context_window <= 0:
+        return False
+    reserve = effective_reserve(context_window, settings.reserve_tokens)
+    return context_tokens > context_window - reserve
 
 
 # --------------------------------------------------------------------------- cut points

@@ -28,6 +28,7 @@ from pitrio.sessions import (
 from pitrio.sessions._compaction import (
     CompactionError,
     compact,
+    effective_reserve,
     estimate_context_tokens,
     estimate_tokens,
     find_cut_point,
@@ -48,7 +49,16 @@ from pitrio.sessions._compaction_prompts import (
 from pitrio.sessions._compaction_utils import serialize_conversation
 from pitrio.sessions._settings import CompactionSettings
 
-from session_helpers import OLD_CLOCK_MS, Summaries, fail, make_faux, model_of
+from session_helpers import (
+    OLD_CLOCK_MS,
+    Events,
+    Summaries,
+    fail,
+    make_faux,
+    model_of,
+    open_session,
+    reply,
+)
 
 
 def user(text: str) -> UserMessage:
@@ -137,6 +147,35 @@ def test_should_compact_when_context_exceeds_window_minus_reserve() -> None:
     assert should_compact(901, 1000, settings)
     assert not should_compact(900, 1000, settings)
     assert not should_compact(10_000, 1000, CompactionSettings(enabled=False))
+
+
+def test_the_reserve_is_clamped_to_a_quarter_of_a_small_window() -> None:
+    """reserve = min(reserveTokens, window // 4): an 8k model compacts only past 6,144 tokens,
+    a 128k model exactly as pi (past window - 16,384), an unknown window never."""
+    default = CompactionSettings()
+    assert effective_reserve(8192, 16384) == 2048
+    assert effective_reserve(32_768, 16384) == 8192
+    assert effective_reserve(65_536, 16384) == 16384
+    assert effective_reserve(200_000, 16384) == 16384
+    assert not should_compact(3000, 8192, default)
+    assert not should_compact(6144, 8192, default)
+    assert should_compact(6145, 8192, default)
+    assert not should_compact(128_000 - 16384, 128_000, default)
+    assert should_compact(128_000 - 16384 + 1, 128_000, default)
+    assert not should_compact(10**9, 0, default)
+
+
+async def test_an_8k_model_does_not_compact_after_every_turn() -> None:
+    """With the default reserve, short turns on an 8,192-token model never compact."""
+    faux, registry = make_faux(context_window=8192)
+    faux.set_responses([reply("one"), reply("two"), reply("three")])
+    async with open_session(faux, registry) as session:
+        events = Events()
+        session.subscribe(events)
+        for prompt in ("hello", "and again", "once more"):
+            await session.prompt(prompt)
+    assert [t for t in events.types if "compaction" in t] == []
+    assert faux.state.call_count == 3
 
 
 # --------------------------------------------------------------------------- cut points
