@@ -12,6 +12,8 @@
      |    +-- RequestAuthError                    a models.json key or header did not resolve
      |    +-- HTTPStatusError                     raised inside the HTTP layer, becomes data
      |    +-- InvalidStreamError                  an SSE event a provider cannot read
+     |    |    +-- NotAnEventStreamError          a 2xx answer whose body is not SSE (type, head)
+     |    +-- StreamStalledError                  no byte from the server for the stall timeout
      +-- SessionError                            pitrio.sessions
      |    +-- SessionFileCorrupt (also ValueError)  a session line that cannot be read (file, line)
      |    +-- SessionEntryNotFound (also LookupError)

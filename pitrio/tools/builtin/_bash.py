@@ -428,3 +428,28 @@ class BashTool(AgentTool):
         await spill.sync(output)
         await spill.aclose()
         return _format_output(output, snapshot, empty_text)
+
+
+def create_bash_tool(
+    cwd: str,
+    *,
+    operations: BashOperations | None = None,
+    shell_path: str | None = None,
+    command_prefix: str | None = None,
+    spawn_hook: SpawnHook | None = None,
+) -> BashTool:
+    """Return a ``bash`` tool for ``cwd`` (pi's ``createBashTool``).
+
+    Args:
+        cwd: directory the commands run in.
+        operations: how to run commands; the local shell (with ``shell_path``) by default.
+        shell_path: the shell to use (pi's ``shellPath`` setting); ignored with ``operations``.
+        command_prefix: a line run before every command (pi's ``shellCommandPrefix``).
+        spawn_hook: adjusts each command, cwd and environment before it runs.
+    """
+    return BashTool(
+        cwd=cwd,
+        operations=operations if operations is not None else LocalBashOperations(shell_path),
+        command_prefix=command_prefix,
+        spawn_hook=spawn_hook,
+    )
