@@ -18,6 +18,8 @@
      |    +-- SessionFileCorrupt (also ValueError)  a session line that cannot be read (file, line)
      |    +-- SessionEntryNotFound (also LookupError)
      |    +-- SessionWriteError (also OSError)     the session file could not be written
+     |    +-- SessionLocked                        another process writes that session file (pid)
+     |    +-- SessionFileChanged                   the file changed on disk since it was read
      |    +-- SessionTreeCycle (also ValueError)   parentId links that loop
      |    +-- CompactionError                      compaction could not run or summarise
      +-- SettingsError                           pitrio.sessions settings

@@ -82,9 +82,11 @@ from pitrio.sessions._entries import ModelChangeEntry as ModelChangeEntry
 from pitrio.sessions._entries import SessionEntry as SessionEntry
 from pitrio.sessions._entries import SessionEntryNotFound as SessionEntryNotFound
 from pitrio.sessions._entries import SessionError as SessionError
+from pitrio.sessions._entries import SessionFileChanged as SessionFileChanged
 from pitrio.sessions._entries import SessionFileCorrupt as SessionFileCorrupt
 from pitrio.sessions._entries import SessionHeader as SessionHeader
 from pitrio.sessions._entries import SessionInfoEntry as SessionInfoEntry
+from pitrio.sessions._entries import SessionLocked as SessionLocked
 from pitrio.sessions._entries import SessionMessageEntry as SessionMessageEntry
 from pitrio.sessions._entries import SessionWriteError as SessionWriteError
 from pitrio.sessions._entries import ThinkingLevelChangeEntry as ThinkingLevelChangeEntry
@@ -101,6 +103,14 @@ from pitrio.sessions._entries import iso_timestamp as iso_timestamp
 from pitrio.sessions._entries import random_entry_id as random_entry_id
 from pitrio.sessions._entries import timestamp_ms as timestamp_ms
 from pitrio.sessions._entries import uuid7 as uuid7
+from pitrio.sessions._files import FILE_WORK_THREADS as FILE_WORK_THREADS
+from pitrio.sessions._files import file_limiter as file_limiter
+from pitrio.sessions._files import run_file_work as run_file_work
+from pitrio.sessions._files import write_file_atomically as write_file_atomically
+from pitrio.sessions._loader import FileTail as FileTail
+from pitrio.sessions._loader import LoadedSession as LoadedSession
+from pitrio.sessions._loader import LoadProblem as LoadProblem
+from pitrio.sessions._loader import load_session_file as load_session_file
 from pitrio.sessions._manager import Clock as Clock
 from pitrio.sessions._manager import IdSource as IdSource
 from pitrio.sessions._manager import SessionManager as SessionManager
@@ -116,15 +126,10 @@ from pitrio.sessions._paths import get_default_session_dir as get_default_sessio
 from pitrio.sessions._paths import get_sessions_dir as get_sessions_dir
 from pitrio.sessions._paths import read_session_info as read_session_info
 from pitrio.sessions._persistence import PERSISTENCE_INBOX as PERSISTENCE_INBOX
-from pitrio.sessions._persistence import FileTail as FileTail
-from pitrio.sessions._persistence import LoadedSession as LoadedSession
-from pitrio.sessions._persistence import LoadProblem as LoadProblem
 from pitrio.sessions._persistence import Persistence as Persistence
+from pitrio.sessions._persistence import PersistenceHost as PersistenceHost
 from pitrio.sessions._persistence import PersistenceStatistics as PersistenceStatistics
-from pitrio.sessions._persistence import SessionFileWriter as SessionFileWriter
-from pitrio.sessions._persistence import load_session_file as load_session_file
 from pitrio.sessions._persistence import open_persistence as open_persistence
-from pitrio.sessions._persistence import write_file_atomically as write_file_atomically
 from pitrio.sessions._retry import PI_RETRYABLE_ERROR_PATTERN as PI_RETRYABLE_ERROR_PATTERN
 from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN as RETRYABLE_ERROR_PATTERN
 from pitrio.sessions._retry import AutoRetryEndEvent as AutoRetryEndEvent
@@ -141,12 +146,14 @@ from pitrio.sessions._settings import SettingsError as SettingsError
 from pitrio.sessions._settings import SettingsFileError as SettingsFileError
 from pitrio.sessions._settings import SettingsManager as SettingsManager
 from pitrio.sessions._settings import SettingsStorage as SettingsStorage
+from pitrio.sessions._writer import SessionFileWriter as SessionFileWriter
 
 __all__ = [
     "AGENT_DIR_ENV",
     "AGENT_SESSION_EVENT_TYPES",
     "CURRENT_SESSION_VERSION",
     "ENTRY_TYPES",
+    "FILE_WORK_THREADS",
     "LAST_ENTRY",
     "PERSISTENCE_INBOX",
     "PI_RETRYABLE_ERROR_PATTERN",
@@ -194,6 +201,7 @@ __all__ = [
     "ModelCycleResult",
     "NavigateTreeResult",
     "Persistence",
+    "PersistenceHost",
     "PersistenceStatistics",
     "ProviderRetrySettings",
     "QueueUpdateEvent",
@@ -204,6 +212,7 @@ __all__ = [
     "SessionEntry",
     "SessionEntryNotFound",
     "SessionError",
+    "SessionFileChanged",
     "SessionFileCorrupt",
     "SessionFileWriter",
     "SessionHeader",
@@ -211,6 +220,7 @@ __all__ = [
     "SessionInfo",
     "SessionInfoChangedEvent",
     "SessionInfoEntry",
+    "SessionLocked",
     "SessionManager",
     "SessionMessageEntry",
     "SessionTreeCycle",
@@ -237,6 +247,7 @@ __all__ = [
     "encode_cwd",
     "estimate_context_tokens",
     "estimate_tokens",
+    "file_limiter",
     "find_cut_point",
     "find_most_recent_session",
     "generate_branch_summary",
@@ -257,6 +268,7 @@ __all__ = [
     "prepare_compaction",
     "random_entry_id",
     "read_session_info",
+    "run_file_work",
     "serialize_conversation",
     "should_compact",
     "timestamp_ms",

@@ -110,6 +110,53 @@ class SessionWriteError(SessionError, OSError):
         self.path = path
 
 
+class SessionLocked(SessionError):
+    """Another writer holds the session file: one process (one writer) per file at a time.
+
+    Attributes:
+        path: the session file.
+        pid: the process holding the lock, where the system tells (Linux ``/proc/locks``),
+            else ``None``. It may be this very process (a second manager on the same file).
+    """
+
+    def __init__(self, path: str, pid: int | None) -> None:
+        if pid is None:
+            holder = "another process"
+        elif pid == os.getpid():
+            holder = f"another session of this process (pid {pid})"
+        else:
+            holder = f"another process (pid {pid})"
+        super().__init__(
+            f"Session file {path} is in use by {holder}; "
+            "only one process may write a session at a time"
+        )
+        self.path = path
+        self.pid = pid
+
+
+class SessionFileChanged(SessionError):
+    """The session file changed on disk after it was read (another process wrote to it).
+
+    Appending to it would graft this process's entries onto a tree it has not seen, so the
+    writer refuses; reopen the file to continue from what is on disk.
+
+    Attributes:
+        path: the session file.
+        expected_size: its size (bytes) when this process read or last wrote it.
+        actual_size: its size now (``None``: it no longer exists).
+    """
+
+    def __init__(self, path: str, expected_size: int, actual_size: int | None) -> None:
+        now = "it was removed" if actual_size is None else f"it now has {actual_size} bytes"
+        super().__init__(
+            f"Session file {path} was changed by another process since it was read "
+            f"({expected_size} bytes then, {now}); reopen it to continue"
+        )
+        self.path = path
+        self.expected_size = expected_size
+        self.actual_size = actual_size
+
+
 # --------------------------------------------------------------------------- timestamps and ids
 
 

@@ -14,19 +14,37 @@ In a running session a :class:`~pitrio.sessions.Persistence` actor takes over th
 (``async with open_persistence(manager)``), and :meth:`~SessionManager.wait_persisted` tells
 when an entry is on disk.
 
+One writer per session file: a manager takes the file's exclusive OS lock (``flock``) when it
+first writes to it (or creates it), and keeps it until :meth:`SessionManager.close`; while a
+:class:`~pitrio.sessions.Persistence` actor serves the manager the lock is taken when the actor
+starts (for an existing file) and released when it stops. A second writer, in another process
+or in this one, gets :class:`~pitrio.sessions.SessionLocked` naming the file and the holder's
+pid; a writer whose file was written by someone else since it was read gets
+:class:`~pitrio.sessions.SessionFileChanged` instead of forking the tree behind their back.
+Reading (opening a file and never appending, listing, building a context) takes no lock. See
+:mod:`pitrio.sessions._files`.
+
+Blocking file work from Trio: the constructors that read files, listing and
+:meth:`~SessionManager.set_session_file` have ``a``-prefixed async twins
+(:meth:`~SessionManager.aopen`, :meth:`~SessionManager.acontinue_recent`,
+:meth:`~SessionManager.afork_from`, :meth:`~SessionManager.alist_sessions` ...) that run the
+file work in a worker thread under the shared :func:`~pitrio.sessions.file_limiter`.
+
 Differences from pi, all on bad input or crashes: a corrupt line raises
-:class:`SessionFileCorrupt` instead of being dropped silently (pi would then overwrite a file
-whose first line is damaged); a torn last line is cut off before the next append instead of
-having new lines glued to it; a migrated file is replaced atomically; forking an old-version
-file migrates the copy.
+:class:`SessionFileCorrupt` instead of being dropped silently, and a file whose first line is
+not a session header (a user's text file, a binary blob, a torn header) is refused where pi
+would overwrite it with a new session; a torn last line of a real session file is cut off
+before the next append instead of having new lines glued to it; a migrated file is replaced
+atomically; forking an old-version file migrates the copy; pi has no write lock.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import attrs
 import trio
@@ -58,6 +76,8 @@ from pitrio.sessions._entries import (
     timestamp_ms,
     uuid7,
 )
+from pitrio.sessions._files import replace_locked, run_file_work, write_file_atomically
+from pitrio.sessions._loader import FileTail, LoadedSession, LoadProblem, load_session_file
 from pitrio.sessions._paths import (
     SessionInfo,
     find_most_recent_session,
@@ -66,16 +86,8 @@ from pitrio.sessions._paths import (
     list_session_dir,
     session_file_name,
 )
-from pitrio.sessions._persistence import (
-    LoadedSession,
-    LoadProblem,
-    SessionFileWriter,
-    load_session_file,
-    write_file_atomically,
-)
-
-if TYPE_CHECKING:
-    from pitrio.sessions._persistence import Persistence
+from pitrio.sessions._persistence import Persistence
+from pitrio.sessions._writer import SessionFileWriter
 
 Clock = Callable[[], int]
 """Returns the current time in milliseconds since the epoch (entry and header timestamps)."""
@@ -211,8 +223,17 @@ class SessionManager:
             cwd_override: use this cwd instead of the header's.
             clock, new_id, new_session_id: see the class.
 
+        An existing file is only read, except that an older version is rewritten in the
+        current one and an empty file gets a header (as pi does); both take the file's write
+        lock. Appending takes the lock (see the module notes).
+
+        Blocking file work: from Trio use :meth:`aopen`.
+
         Raises:
-            SessionFileCorrupt: a line of the file is damaged (the file is left as it is).
+            SessionFileCorrupt: the file is not a session file (its first line is not a
+                session header) or a line is damaged; the file is left as it is.
+            SessionLocked: the file must be rewritten (migration, empty file) but another
+                process writes it.
         """
         path = os.path.abspath(os.fspath(path))
         loaded: LoadedSession | None = None
@@ -316,8 +337,10 @@ class SessionManager:
         header = SessionHeader(
             id=session_id, timestamp=timestamp, cwd=target, parent_session=source
         )
-        write_file_atomically(path, [_line(header), *map(_line, loaded.entries)])
-        fork = LoadedSession(path, header, loaded.entries, (), migrated=False, tail=None)
+        lines = [_line(header), *map(_line, loaded.entries)]
+        write_file_atomically(path, lines)
+        size = sum(map(len, lines))
+        fork = LoadedSession(path, header, loaded.entries, (), False, FileTail(size, size))
         return cls(
             cwd=target,
             session_dir=directory,
@@ -346,21 +369,160 @@ class SessionManager:
         """The sessions of every working directory, most recently active first."""
         return list_all_session_dirs(os.fspath(sessions_dir) if sessions_dir is not None else None)
 
+    # ------------------------------------------------------------------ async twins
+
+    @classmethod
+    async def acreate(
+        cls,
+        cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """:meth:`create` from Trio (the session folder is made in a worker thread)."""
+        create = functools.partial(
+            cls.create, cwd, session_dir, clock=clock, new_id=new_id, new_session_id=new_session_id
+        )
+        return await run_file_work(create)
+
+    @classmethod
+    async def aopen(
+        cls,
+        path: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        cwd_override: str | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """:meth:`open` from Trio: loading and migrating run in a worker thread under the
+        shared :func:`~pitrio.sessions.file_limiter`; same arguments and errors."""
+        open_ = functools.partial(
+            cls.open,
+            path,
+            session_dir,
+            cwd_override,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+        return await run_file_work(open_)
+
+    @classmethod
+    async def acontinue_recent(
+        cls,
+        cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """:meth:`continue_recent` from Trio (finding and loading run in a worker thread)."""
+        resume = functools.partial(
+            cls.continue_recent,
+            cwd,
+            session_dir,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+        return await run_file_work(resume)
+
+    @classmethod
+    async def afork_from(
+        cls,
+        source_path: str | os.PathLike[str],
+        target_cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+        new_session_id: IdSource | None = None,
+    ) -> Self:
+        """:meth:`fork_from` from Trio (reading and writing run in a worker thread)."""
+        fork = functools.partial(
+            cls.fork_from,
+            source_path,
+            target_cwd,
+            session_dir,
+            clock=clock,
+            new_id=new_id,
+            new_session_id=new_session_id,
+        )
+        return await run_file_work(fork)
+
+    @classmethod
+    async def alist_sessions(
+        cls, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None
+    ) -> list[SessionInfo]:
+        """:meth:`list_sessions` from Trio (the files are read in a worker thread)."""
+        return await run_file_work(cls.list_sessions, cwd, session_dir)
+
+    @classmethod
+    async def alist_all_sessions(
+        cls, sessions_dir: str | os.PathLike[str] | None = None
+    ) -> list[SessionInfo]:
+        """:meth:`list_all_sessions` from Trio (the files are read in a worker thread)."""
+        return await run_file_work(cls.list_all_sessions, sessions_dir)
+
     # ------------------------------------------------------------------ session files
 
     def set_session_file(self, session_file: str | os.PathLike[str]) -> None:
         """Switch to another session file (resume); a missing file starts a new session there.
 
+        Blocking file work: from Trio use :meth:`aset_session_file`.
+
         Raises:
-            SessionFileCorrupt: a line of the file is damaged (the current session is kept).
+            SessionFileCorrupt: the file is not a session file or a line is damaged (the
+                current session is kept).
+            SessionLocked: a Persistence actor serves this manager and another writer holds
+                the file (the current session is kept).
         """
         self._set_session_file(os.fspath(session_file), None)
+
+    async def aset_session_file(self, session_file: str | os.PathLike[str]) -> None:
+        """:meth:`set_session_file` with the file work in a worker thread (see
+        :func:`~pitrio.sessions.run_file_work`); the switch itself happens in the caller."""
+        self._barrier()
+        path, loaded = await run_file_work(self._locate_and_read, os.fspath(session_file))
+        self._install_session_file(path, loaded)
+
+    def _locate_and_read(self, session_file: str) -> tuple[str, LoadedSession | None]:
+        path = os.path.abspath(session_file)
+        return path, self._read_session_file(path)
 
     def _set_session_file(self, session_file: str, loaded: LoadedSession | None) -> None:
         self._barrier()
         path = os.path.abspath(session_file)
-        if loaded is None and os.path.exists(path):
-            loaded = load_session_file(path, new_id=self._new_id, rewrite_migrated=self._persist)
+        if loaded is None:
+            loaded = self._read_session_file(path)
+        self._install_session_file(path, loaded)
+
+    def _read_session_file(self, path: str) -> LoadedSession | None:
+        """Load ``path`` (``None``: missing); blocking file work that changes no state here."""
+        if not os.path.exists(path):
+            return None
+        loaded = load_session_file(path, new_id=self._new_id, rewrite_migrated=self._persist)
+        return self._claim_empty_file(loaded)
+
+    def _claim_empty_file(self, loaded: LoadedSession) -> LoadedSession:
+        """An empty file becomes a new session there with its header written at once, so
+        later appends never land in a file without one (as pi does)."""
+        if loaded.header is not None or not self._persist:
+            return loaded
+        header = SessionHeader(
+            id=self._new_session_id(), timestamp=iso_timestamp(self._clock()), cwd=self._cwd
+        )
+        expected = loaded.tail.size if loaded.tail is not None else 0
+        size = replace_locked(loaded.path, [_line(header)], expected_size=expected)
+        return LoadedSession(loaded.path, header, [], loaded.problems, False, FileTail(size, size))
+
+    def _install_session_file(self, path: str, loaded: LoadedSession | None) -> None:
+        self._barrier()
         if loaded is None:
             self.new_session()
             self._session_file = path
@@ -368,26 +530,29 @@ class SessionManager:
                 self._switch_writer(SessionFileWriter(path))
                 self._writer_add_header()
             return
-        self.load_problems = loaded.problems
-        if loaded.header is None:
-            # An empty file (or only a torn header): start afresh at that path and write the
-            # header now, so later appends never land in a file without one (as pi does).
+        loaded = self._claim_empty_file(loaded)
+        header = loaded.header
+        if header is None:  # in memory: an empty file is a new session
             self.new_session()
             self._session_file = path
-            assert self._header is not None
-            if self._persist:
-                write_file_atomically(path, [_line(self._header)])
-                self._switch_writer(SessionFileWriter(path, written=1))
             return
+        writer: SessionFileWriter | None = None
+        if self._persist:
+            writer = SessionFileWriter(path, written=1 + len(loaded.entries), tail=loaded.tail)
+            if self._persistence is not None:
+                # A running session locks the file before switching to it, so a refused
+                # file leaves the current session as it was.
+                if self._writer is not None and self._writer.path == path:
+                    self._writer.close()
+                writer.acquire()
+        self.load_problems = loaded.problems
         self._session_file = path
-        self._header = loaded.header
-        self._session_id = loaded.header.id
+        self._header = header
+        self._session_id = header.id
         self._entries = loaded.entries
         self._build_index()
-        if self._persist:
-            self._switch_writer(
-                SessionFileWriter(path, written=1 + len(self._entries), tail=loaded.tail)
-            )
+        if writer is not None:
+            self._switch_writer(writer)
 
     def new_session(
         self, *, id: str | None = None, parent_session: str | None = None
@@ -460,7 +625,7 @@ class SessionManager:
     def _barrier(self) -> None:
         """Let queued writes reach the current file before anything switches or rewrites it."""
         if self._persistence is not None:
-            self._persistence._drain_now()
+            self._persistence.drain()
 
     def _append_entry(self, entry: SessionEntry) -> str:
         entry_id = entry.id
@@ -472,19 +637,37 @@ class SessionManager:
         if writer is not None:
             line = dumps(entry) + b"\n"
             if self._persistence is not None:
-                self._persistence._submit(writer, line, self._has_assistant)
+                self._persistence.submit(writer, line, self._has_assistant)
             else:
                 writer.add((line,), flush=self._has_assistant)
         return entry_id
 
-    def _attach(self, persistence: Persistence) -> None:
+    def attach_persistence(self, persistence: Persistence) -> None:
+        """Hand appends to a running :class:`~pitrio.sessions.Persistence` actor (it calls
+        this when it starts; use :func:`~pitrio.sessions.open_persistence`).
+
+        An existing session file is locked now, so a second writer is refused at the start of
+        its session rather than at its first answer.
+
+        Raises:
+            UsageError: another actor is attached.
+            SessionLocked: another writer holds the session file.
+            SessionFileChanged: the file changed on disk since it was read.
+        """
         if self._persistence is not None:
             raise UsageError("this session already has a Persistence actor")
+        writer = self._writer
+        if writer is not None and writer.written > 0:
+            writer.acquire()
         self._persistence = persistence
 
-    def _detach(self, persistence: Persistence) -> None:
+    def detach_persistence(self, persistence: Persistence) -> None:
+        """Write synchronously again and release the file's lock (the actor calls this when
+        it stops; a later append takes the lock again)."""
         if self._persistence is persistence:
             self._persistence = None
+            if self._writer is not None:
+                self._writer.close()
 
     @property
     def persistence(self) -> Persistence | None:

@@ -1,0 +1,186 @@
+"""Reading session files: parse every line once, migrate old versions, decode the entries.
+
+A torn last line (a crash during a write) is skipped and reported, but only in a real session
+file, one whose first line is a session header; any other line that is not a valid entry raises
+:class:`SessionFileCorrupt` with its line number. A file whose first line is not a header (a
+user's text file, a binary blob, a header torn by a crash) is not a session file and is
+refused, so nothing is ever written to it. A file with no lines at all (empty, or only
+whitespace) is a new session, as in pi.
+
+Nothing is modified on disk while loading except the rewrite of a migrated file, which takes
+the file's write lock first (see :mod:`._files`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import attrs
+import structlog
+
+from pitrio.codec import WireFormatError, dumps, from_wire, loads
+from pitrio.sessions._entries import (
+    SessionEntry,
+    SessionFileCorrupt,
+    SessionHeader,
+    decode_entry,
+    random_entry_id,
+)
+from pitrio.sessions._files import replace_locked
+from pitrio.sessions._migrations import migrate_session_entries
+
+log = structlog.get_logger("pitrio.sessions._persistence")
+
+
+@attrs.frozen
+class LoadProblem:
+    """Something the loader skipped instead of failing (reported, never silent)."""
+
+    path: str
+    line_no: int
+    """1-based line number."""
+    kind: Literal["torn_last_line", "extra_header"]
+    """``torn_last_line``: the last line is not complete JSON (a crash during a write);
+    ``extra_header``: a second session header (older pi versions wrote one on a re-flush)."""
+    detail: str
+
+
+@attrs.frozen
+class FileTail:
+    """What the loader saw at the end of the file, so a writer can append cleanly."""
+
+    size: int
+    """File size when it was read."""
+    good_size: int
+    """Bytes up to the end of the last complete line (``< size`` after a torn last line)."""
+
+
+@attrs.frozen
+class LoadedSession:
+    """A parsed, migrated, decoded session file."""
+
+    path: str
+    header: SessionHeader | None
+    """``None`` when the file holds no lines at all."""
+    entries: list[SessionEntry]
+    problems: tuple[LoadProblem, ...]
+    migrated: bool
+    """True when the file was an older version (and, if asked, has been rewritten)."""
+    tail: FileTail | None
+    """The end of the file as read (``None`` when it was not read from disk)."""
+
+
+_NOT_A_SESSION = "not a session file: the first line is not a session header"
+
+
+def _parse_lines(path: str, data: bytes) -> tuple[list[tuple[int, Any]], list[LoadProblem], int]:
+    """Split and parse; returns (line number, object) pairs, problems, and the good size."""
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    while last >= 0 and (not lines[last] or lines[last].isspace()):
+        last -= 1
+    parsed: list[tuple[int, Any]] = []
+    problems: list[LoadProblem] = []
+    offset = 0
+    good_size = len(data)
+    for index, line in enumerate(lines):
+        start = offset
+        offset += len(line) + 1
+        if not line or line.isspace():
+            continue
+        try:
+            obj = loads(line)
+        except ValueError as exc:
+            if not parsed:
+                # No header before it: a foreign file, or a header torn by a crash. Either
+                # way nothing here may be overwritten.
+                raise SessionFileCorrupt(path, index + 1, f"{_NOT_A_SESSION} ({exc})") from exc
+            if index == last:
+                good_size = start
+                detail = f"torn last line skipped ({len(line)} bytes): {exc}"
+                problems.append(LoadProblem(path, index + 1, "torn_last_line", detail))
+                break
+            raise SessionFileCorrupt(path, index + 1, f"not valid JSON: {exc}") from exc
+        if not isinstance(obj, dict):
+            reason = _NOT_A_SESSION if not parsed else "expected a JSON object"
+            raise SessionFileCorrupt(path, index + 1, f"{reason}, got {line[:80]!r}")
+        if not parsed and (obj.get("type") != "session" or not isinstance(obj.get("id"), str)):
+            raise SessionFileCorrupt(path, index + 1, _NOT_A_SESSION)
+        parsed.append((index + 1, obj))
+    return parsed, problems, good_size
+
+
+def load_session_file(
+    path: str,
+    *,
+    new_id: Callable[[], str] = random_entry_id,
+    rewrite_migrated: bool = True,
+) -> LoadedSession:
+    """Read a session file: parse, migrate to the current version, decode.
+
+    Blocking file work: from Trio, call it through
+    :func:`~pitrio.sessions.run_file_work`.
+
+    Args:
+        path: the file (must exist).
+        new_id: source of the ids the v1 -> v2 migration assigns.
+        rewrite_migrated: after migrating an older file, write it back in the current version
+            (atomically, holding the file's write lock). ``False`` leaves the file untouched
+            (forking from it, listing).
+
+    Returns:
+        The header (``None`` for a file without lines), the entries in file order, and what
+        was skipped. A torn last line is logged as a warning and listed in ``problems``.
+
+    Raises:
+        SessionFileCorrupt: the first line is not a session header (a foreign or damaged
+            file), a line other than the last is not JSON, a line is not a JSON object, or a
+            line does not have the shape of its entry type.
+        SessionLocked: a migrated file is written by another process (not rewritten).
+        SessionFileChanged: a migrated file changed while it was read (not rewritten).
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    return _load(path, data, new_id, rewrite_migrated)
+
+
+def _load(
+    path: str, data: bytes, new_id: Callable[[], str], rewrite_migrated: bool
+) -> LoadedSession:
+    parsed, problems, good_size = _parse_lines(path, data)
+    for problem in problems:
+        log.warning(
+            "session_line_skipped", path=path, line_no=problem.line_no, detail=problem.detail
+        )
+    tail = FileTail(size=len(data), good_size=good_size)
+    if not parsed:
+        return LoadedSession(path, None, [], tuple(problems), False, tail)
+
+    first_line, first = parsed[0]
+    raws = [obj for _, obj in parsed]
+    migrated = migrate_session_entries(raws, new_id)
+    try:
+        header = from_wire(SessionHeader, first)
+    except WireFormatError as exc:
+        raise SessionFileCorrupt(path, first_line, str(exc)) from exc
+
+    entries: list[SessionEntry] = []
+    append = entries.append
+    for line_no, obj in parsed[1:]:
+        if obj.get("type") == "session":
+            problems.append(
+                LoadProblem(path, line_no, "extra_header", "a second session header was skipped")
+            )
+            continue
+        try:
+            append(decode_entry(obj))
+        except WireFormatError as exc:
+            raise SessionFileCorrupt(path, line_no, str(exc)) from exc
+    # Rewritten only once every line decoded: a damaged file stays as it was.
+    if migrated and rewrite_migrated:
+        size = replace_locked(path, [dumps(obj) + b"\n" for obj in raws], expected_size=len(data))
+        tail = FileTail(size=size, good_size=size)
+        log.info("session_file_migrated", path=path)
+    return LoadedSession(path, header, entries, tuple(problems), migrated, tail)
