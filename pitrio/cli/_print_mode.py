@@ -2,7 +2,10 @@
 
 * ``text`` (``pitrio -p "prompt"``): once every prompt has run, the text blocks of the last
   assistant message go to stdout, one per line. If that message ended with an error or was
-  aborted, its ``errorMessage`` goes to stderr instead and the exit status is 1.
+  aborted, its ``errorMessage`` goes to stderr instead and the exit status is 1. While the
+  session waits to retry a transient error, one line per attempt goes to stderr
+  (``retrying in 2 s (attempt 1/3): 503 ...``), so a long backoff is not silence; pi's print
+  mode shows nothing.
 * ``json`` (``pitrio --mode json "prompt"``): the session header, then every session event as
   it happens, one JSON object per line, exactly as pi writes them (docs/json.md).
 
@@ -15,15 +18,44 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import BinaryIO, Literal, TextIO
+from typing import BinaryIO, Final, Literal, TextIO
 
 from pitrio._exceptions import PitrioError
 from pitrio.cli._setup import Runtime
 from pitrio.codec import dumps
 from pitrio.providers import AssistantMessage, TextContent, open_http_client
-from pitrio.sessions import AgentSession, AgentSessionEvent, open_agent_session
+from pitrio.sessions import (
+    AgentSession,
+    AgentSessionEvent,
+    AutoRetryStartEvent,
+    open_agent_session,
+)
 
 PrintMode = Literal["text", "json"]
+
+RETRY_ERROR_SHOWN: Final = 200
+"""Characters of the error quoted in a retry line (bodies of HTTP errors can be long)."""
+
+
+def retry_notice(event: AutoRetryStartEvent) -> str:
+    """The stderr line for a retry about to wait: delay, attempt and the error, on one line."""
+    error = " ".join(event.error_message.split())
+    if len(error) > RETRY_ERROR_SHOWN:
+        error = error[:RETRY_ERROR_SHOWN] + "..."
+    delay = f"{event.delay_ms / 1000:g}"
+    return f"retrying in {delay} s (attempt {event.attempt}/{event.max_attempts}): {error}"
+
+
+class _RetryNotices:
+    """Writes :func:`retry_notice` lines to stderr as the session announces retries."""
+
+    def __init__(self, err: TextIO) -> None:
+        self._err = err
+
+    def on_event(self, event: AgentSessionEvent) -> None:
+        if isinstance(event, AutoRetryStartEvent):
+            self._err.write(retry_notice(event) + "\n")
+            self._err.flush()
 
 
 class _JsonLines:
@@ -97,6 +129,9 @@ async def run_print_mode(
             if header is not None:
                 lines.write(dumps(header))
             session.subscribe(lines.on_event)
+        else:
+            # JSON mode already shows auto_retry_start events; text mode would be silent.
+            session.subscribe(_RetryNotices(err).on_event)
         try:
             for prompt in prompts:
                 if lines is not None and lines.reader_gone:

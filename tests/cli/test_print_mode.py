@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import pytest
 import trio
+import trio.testing
 
 from pitrio.actors import AgentEvent
 from pitrio.cli._main import parse_cli_args
@@ -28,8 +29,15 @@ from pitrio.codec import from_wire, loads
 from pitrio.providers import ENV_API_KEY_VARS, TextContent, TextDeltaEvent, UserMessage
 from pitrio.sessions import SessionMessageEntry, load_session_file
 
-from fixtures_openai_completions import openai_error, text_stream
-from loopback import LoopbackServer, error_handler, serve, sse_handler
+from fixtures_openai_completions import SERVER_ERROR_BODY, openai_error, text_stream
+from loopback import (
+    ConnectionDropped,
+    LoopbackServer,
+    error_handler,
+    sequence_handler,
+    serve,
+    sse_handler,
+)
 
 REPLY_FROM_SERVER = "Hello from the loopback server!"
 CLI_GUARD_S = 60
@@ -87,6 +95,12 @@ class Place:
             warn=lambda message: None,
             require_auth=require_auth,
         )
+
+    def settings(self, data: Any) -> None:
+        """Write the global settings.json (``data`` as JSON, or a string as it is)."""
+        self.agent_dir.mkdir(parents=True, exist_ok=True)
+        text = data if isinstance(data, str) else json.dumps(data)
+        (self.agent_dir / "settings.json").write_text(text)
 
     def session_files(self) -> list[Path]:
         return sorted((self.agent_dir / "sessions").glob("*/*.jsonl"))
@@ -318,3 +332,76 @@ async def test_cli_answers_from_a_models_json_http_provider(place: Place) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{REPLY_FROM_SERVER}\n".encode()
     assert server.requests[0].headers["authorization"] == "Bearer local-key"
+
+
+# --------------------------------------------------------------------------- retries, errors
+
+
+async def test_text_mode_prints_one_line_per_retry_to_stderr(
+    place: Place, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Each retry of a transient error is one stderr line; the answer still goes to stdout."""
+    handler = sequence_handler(
+        error_handler(500, SERVER_ERROR_BODY),
+        error_handler(503, SERVER_ERROR_BODY, {"retry-after": "7"}),
+        sse_handler(text_stream(REPLY_FROM_SERVER)),
+    )
+    async with serve(handler) as server:
+        place.local_provider(server)
+        runtime = place.runtime("--no-session")
+        code, out, err = await print_mode(runtime, "text", "hi")
+    assert (code, out) == (0, f"{REPLY_FROM_SERVER}\n")
+    assert err.splitlines() == [
+        "retrying in 2 s (attempt 1/3): 500 The server had an error while processing your "
+        "request. Sorry about that!",
+        "retrying in 7 s (attempt 2/3): 503 The server had an error while processing your "
+        "request. Sorry about that!",
+    ]
+
+
+async def test_a_refused_connection_is_retried_visibly_then_fails(
+    place: Place, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A server that is not there: three retry lines, then the error and exit status 1."""
+    async with serve(sse_handler(b"")) as server:
+        place.local_provider(server)  # the port is closed once the block ends
+    runtime = place.runtime("--no-session")
+    code, out, err = await print_mode(runtime, "text", "hi")
+    assert (code, out) == (1, "")
+    lines = err.splitlines()
+    assert [line.split(":")[0] for line in lines[:3]] == [
+        "retrying in 2 s (attempt 1/3)",
+        "retrying in 4 s (attempt 2/3)",
+        "retrying in 8 s (attempt 3/3)",
+    ]
+    assert len(lines) == 4 and lines[3].startswith("Connection error")
+
+
+async def test_json_mode_writes_no_retry_lines(
+    place: Place, autojump_clock: trio.testing.MockClock
+) -> None:
+    """In JSON mode the auto_retry_start events show the retries; stderr stays empty."""
+    handler = sequence_handler(
+        error_handler(500, SERVER_ERROR_BODY), sse_handler(text_stream(REPLY_FROM_SERVER))
+    )
+    async with serve(handler) as server:
+        place.local_provider(server)
+        runtime = place.runtime("--no-session")
+        code, out, err = await print_mode(runtime, "json", "hi")
+    assert (code, err) == (0, "")
+    assert sum('"type":"auto_retry_start"' in line for line in out.splitlines()) == 1
+
+
+async def test_a_dropped_connection_exits_1_with_the_error(place: Place) -> None:
+    """The server closes the connection without an answer: the error on stderr, exit 1."""
+
+    async def drop(request: Any, writer: Any) -> None:
+        raise ConnectionDropped
+
+    async with serve(drop) as server:
+        place.local_provider(server)
+        place.settings({"retry": {"enabled": False}})
+        runtime = place.runtime("--no-session")
+        code, out, err = await print_mode(runtime, "text", "hi")
+    assert (code, out) == (1, "")
+    assert err.startswith("Connection lost")
