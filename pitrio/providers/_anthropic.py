@@ -30,7 +30,10 @@ Ports pi-ai 0.73.1's ``anthropic`` provider onto the shared HTTP layer (:mod:`._
 
 Deliberate differences from pi: no ``x-stainless-*`` or SDK ``user-agent`` headers are sent; the
 SDK's two automatic retries are replaced by ``StreamOptions.max_retries`` (default 0, see
-:mod:`._http`); connection failures are described by :func:`~._http.describe_failure`.
+:mod:`._http`); connection failures are described by :func:`~._http.describe_failure`. A complete
+answer ends with ``message_stop``: like pi, a body that ends after ``message_start`` without it
+fails with pi's "Anthropic stream ended before message_stop"; unlike pi, so does a body with no
+``message_start`` at all (pi reports an empty ``stop``).
 """
 
 from __future__ import annotations
@@ -131,6 +134,9 @@ DEFAULT_THINKING_BUDGETS: Final[Mapping[str, int]] = {
     "high": 16384,
 }
 NO_STOP_MESSAGE: Final = "Anthropic stream ended before message_stop"
+NO_START_MESSAGE: Final = (
+    "Anthropic stream ended before message_start: the response was terminated early"
+)
 UNKNOWN_ERROR_MESSAGE: Final = "An unknown error occurred"
 NO_AUTH_MESSAGE: Final = (
     "Could not resolve authentication method. Expected either apiKey or authToken to be set. "
@@ -895,14 +901,15 @@ async def _stream(
             timeout_ms=options.timeout_ms,
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
+            stall_timeout_ms=options.stall_timeout_ms,
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             reader = _ResponseReader(model, builder, out, context.tools, endpoint.is_oauth)
             stopped, failure = await _read(reader, events)
         if failure is not None:
             raise failure
-        if reader.saw_start and not stopped:
-            raise ProviderError(NO_STOP_MESSAGE)
+        if not stopped:
+            raise ProviderError(NO_STOP_MESSAGE if reader.saw_start else NO_START_MESSAGE)
         if builder.stop_reason in ("error", "aborted"):
             raise ProviderError(UNKNOWN_ERROR_MESSAGE)
     except Exception as exc:  # failures are data: the message ends with stopReason "error"

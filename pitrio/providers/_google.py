@@ -22,6 +22,11 @@ came from the same provider and model and the signature is valid base64; pi 0.73
 object built from the status and text of a non-JSON body. An oversized prompt reads "The input
 token count ... exceeds the maximum number of tokens allowed", which
 :func:`~pitrio.providers.is_context_overflow` recognises.
+
+**Completeness.** Gemini ends an answer with a candidate carrying ``finishReason``. A body that
+ends without one is an error ("Stream ended without finishReason: the response was terminated
+early", or "Prompt blocked: <blockReason>" when ``promptFeedback`` said so), where pi 0.73.1
+reports whatever arrived as a ``stop``.
 """
 
 from __future__ import annotations
@@ -102,6 +107,9 @@ ToolChoice: TypeAlias = Literal["auto", "none", "any"]
 SIMPLE_MAX_TOKENS_CAP: Final = 32_000
 """``stream_simple`` asks for ``min(model.max_tokens, 32000)`` output tokens by default."""
 
+NO_FINISH_MESSAGE: Final = "Stream ended without finishReason: the response was terminated early"
+"""The ``errorMessage`` of a body that ends before the answer did ("terminated" makes the
+session's retry treat it as the dropped connection it usually is)."""
 UNKNOWN_ERROR: Final = "An unknown error occurred"
 """pi's message for a response that finished with an error finish reason (``SAFETY`` ...)."""
 
@@ -526,6 +534,8 @@ class _Stream:
         self.out = out
         self.current: int | None = None  # index of the open text or thinking block
         self.tool_call_ids: set[str] = set()
+        self.finished = False  # a candidate carried a finishReason
+        self.block_reason: str | None = None  # promptFeedback.blockReason, if any
 
     async def close_block(self) -> None:
         index = self.current
@@ -564,8 +574,12 @@ class _Stream:
             call = part.get("functionCall")
             if call is not None:  # pi tests the object, so an empty call still counts
                 await self.function_call(call, part.get("thoughtSignature"))
+        feedback = chunk.get("promptFeedback")
+        if isinstance(feedback, Mapping) and feedback.get("blockReason"):
+            self.block_reason = str(feedback["blockReason"])
         finish = candidate.get("finishReason")
         if finish:
+            self.finished = True
             stop_reason = map_finish_reason(finish)
             if self.tool_call_ids:
                 stop_reason = "toolUse"
@@ -645,6 +659,10 @@ async def _read_events(state: _Stream, events: AsyncIterator[SSEEvent]) -> None:
         except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
             snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
             raise InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}") from exc
+    if not state.finished:
+        if state.block_reason is not None:
+            raise ProviderError(f"Prompt blocked: {state.block_reason}")
+        raise ProviderError(NO_FINISH_MESSAGE)
     await state.close_block()
 
 
@@ -669,6 +687,7 @@ async def _run(
             timeout_ms=options.timeout_ms,
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
+            stall_timeout_ms=options.stall_timeout_ms,
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             await _read_events(_Stream(model, builder, out), events)

@@ -13,6 +13,24 @@ the ``errorMessage`` text that ends the assistant message; providers do not rais
 are chosen to match pi's retryable-error pattern where pi retries (``429``, ``timed out``,
 ``connection lost`` ...).
 
+**What counts as an event stream.** A 200 answer is read as SSE when its ``content-type`` is
+``text/event-stream``. Under any other content type (OpenAI-compatible servers exist that send
+SSE as ``text/plain``, ``application/json`` or nothing at all) the body is sniffed: its first
+non-blank line must be an SSE line, a comment (``:``) or a ``data``, ``event``, ``id`` or
+``retry`` field, else the answer is refused at once with :class:`NotAnEventStreamError` (a
+proxy's ``text/html`` page, a non-streaming JSON document, binary garbage). Whatever the content
+type, a body that ends without dispatching a single event is refused the same way. The error
+names the status, the content type and the first :data:`BODY_HEAD_LIMIT` characters of the
+body. Whether a stream that did carry events was *complete* (its terminal event, its finish
+reason) is each wire API's own check.
+
+**Stalls.** ``StreamOptions.stall_timeout_ms`` bounds the silence of a server: no byte for that
+long, while waiting for the response headers or between two reads of the body, ends the stream
+with :class:`StreamStalledError` ("Stream stalled: no data for 300 s ..."), worded so that the
+session's retry treats it as transient. ``None`` means :data:`DEFAULT_STALL_TIMEOUT_S`, or the
+request's ``timeout_ms`` when that is longer; ``0`` (or less) turns the check off, as in pi,
+which has none. It is measured on Trio's clock, so a ``MockClock`` drives it in tests.
+
 **Cancellation releases the connection.** Leaving :func:`open_sse` early (abort, an enclosing
 cancel scope) closes the response under a shield, so the pool gets its slot back at once.
 
@@ -29,6 +47,7 @@ import contextlib
 import datetime
 import email.utils
 import math
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -44,7 +63,7 @@ from pitrio.providers._json_parse import parse_streaming_json
 from pitrio.providers._messages import Model, StreamOptions
 from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import ProviderError
-from pitrio.providers._sse import SSEEvent, aiter_sse
+from pitrio.providers._sse import SSEDecoder, SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream, now_ms
 
 DEFAULT_TIMEOUT_S: Final = 600.0
@@ -54,6 +73,15 @@ MAX_CONNECTIONS: Final = 256
 MAX_KEEPALIVE: Final = 64
 ERROR_BODY_LIMIT: Final = 8192
 """Bytes of an error response's body kept in the message (bodies are short JSON in practice)."""
+DEFAULT_STALL_TIMEOUT_S: Final = 300.0
+"""Silence (no byte from the server) after which a stream is given up when
+``StreamOptions.stall_timeout_ms`` is unset. Generous on purpose: a local model working through
+a long prompt on a CPU, or a reasoning model that streams nothing while it thinks, can be
+silent for minutes before its first token; a server quiet for five minutes has hung."""
+BODY_HEAD_LIMIT: Final = 200
+"""Characters of a body that is not an event stream quoted in the error message."""
+SNIFF_BYTES: Final = len(b"retry:")
+"""Bytes of the first line that decide whether a body not labelled SSE is SSE."""
 RETRY_BASE_DELAY_S: Final = 0.5
 RETRY_MAX_BACKOFF_S: Final = 8.0
 RETRYABLE_STATUS: Final = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -135,6 +163,52 @@ class InvalidStreamError(ProviderError):
     """The server sent an event the provider cannot read."""
 
 
+class NotAnEventStreamError(InvalidStreamError):
+    """A successful answer whose body is not an event stream (see the module docstring).
+
+    Attributes:
+        status: the HTTP status code (a 2xx).
+        content_type: the ``content-type`` header, ``""`` when there was none.
+        head: the first bytes of the body (at most about :data:`BODY_HEAD_LIMIT` of them).
+    """
+
+    def __init__(self, status: int, content_type: str, head: bytes) -> None:
+        text = head.decode("utf-8", "replace")
+        shown = text[:BODY_HEAD_LIMIT] + ("..." if len(text) > BODY_HEAD_LIMIT else "")
+        body = f"a body beginning {shown!r}" if head else "an empty body"
+        super().__init__(
+            f"Not an event stream: the server answered {status} with content-type "
+            f"{content_type or '(none)'!r} and {body}"
+        )
+        self.status = status
+        self.content_type = content_type
+        self.head = head
+
+
+class StreamStalledError(ProviderError):
+    """The server sent nothing for ``StreamOptions.stall_timeout_ms``.
+
+    Attributes:
+        seconds: the silence that was allowed, in seconds.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        # "terminated" is in both the seed's and pi's retryable patterns, "timed out" in pi's.
+        super().__init__(
+            f"Stream stalled: no data for {seconds:g} s, so the request was terminated (timed out)"
+        )
+        self.seconds = seconds
+
+
+def stall_timeout_s(stall_timeout_ms: int | None, timeout_ms: int | None = None) -> float:
+    """The stall timeout in seconds for these options (``math.inf`` when it is off)."""
+    if stall_timeout_ms is None:
+        if timeout_ms is None:
+            return DEFAULT_STALL_TIMEOUT_S
+        return max(DEFAULT_STALL_TIMEOUT_S, timeout_ms / 1000)
+    return math.inf if stall_timeout_ms <= 0 else stall_timeout_ms / 1000
+
+
 def sse_json(event: SSEEvent) -> Any:
     """Parse an event's data as JSON.
 
@@ -161,7 +235,8 @@ def describe_failure(exc: BaseException) -> str:
         }.get(type(exc))
         return f"Request timed out{f' while {kind}' if kind else ''}"
     if isinstance(exc, httpx.RemoteProtocolError):
-        return f"Connection lost: {exc or 'the server closed the connection'}"
+        # pi reads this case as undici's "terminated"; both retry patterns know that word.
+        return f"Connection lost: stream terminated ({exc or 'the server closed the connection'})"
     if isinstance(exc, httpx.ConnectError):
         return f"Connection error: {exc or 'could not connect'}"
     if isinstance(exc, httpx.TransportError):
@@ -253,13 +328,17 @@ async def open_sse(
     timeout_ms: int | None = None,
     max_retries: int | None = None,
     max_retry_delay_ms: int | None = None,
+    stall_timeout_ms: int | None = None,
 ) -> AsyncIterator[AsyncGenerator[SSEEvent, None]]:
     """Send a JSON request and yield the events of its ``text/event-stream`` response.
 
     Raises:
         HTTPStatusError: the server answered with status >= 400 (after any retries).
         httpx.TransportError: the connection failed or dropped.
+        StreamStalledError: the server was silent for the stall timeout (also while reading).
+        NotAnEventStreamError: the answer is not an event stream (raised while reading).
     """
+    stall_s = stall_timeout_s(stall_timeout_ms, timeout_ms)
     content = orjson.dumps(body)
     request_headers = {"content-type": "application/json", "accept": "text/event-stream"}
     request_headers.update(headers)
@@ -274,7 +353,7 @@ async def open_sse(
                 timeout=_timeout(timeout_ms) or client.timeout,
             )
             try:
-                response = await client.send(request, stream=True)
+                response = await _send(client, request, stall_s)
             except httpx.TransportError:
                 if attempt == attempts:
                     raise
@@ -288,7 +367,7 @@ async def open_sse(
                         raise error
                     await _backoff(attempt, _retry_after_s(response.headers), max_retry_delay_ms)
                     continue
-                events = aiter_sse(response.aiter_bytes())
+                events = _response_events(response, stall_s)
                 try:
                     yield events
                 finally:
@@ -299,7 +378,89 @@ async def open_sse(
                     await response.aclose()
 
 
-async def _finish_generators(events: AsyncGenerator[SSEEvent, None]) -> None:
+async def _send(
+    client: httpx.AsyncClient, request: httpx.Request, stall_s: float
+) -> httpx.Response:
+    with trio.move_on_after(stall_s):
+        return await client.send(request, stream=True)
+    raise StreamStalledError(stall_s)
+
+
+async def _next_chunk(chunks: AsyncIterator[bytes], stall_s: float) -> bytes | None:
+    """The next piece of the body, ``None`` at its end."""
+    with trio.move_on_after(stall_s):
+        try:
+            return await chunks.__anext__()
+        except StopAsyncIteration:
+            return None
+    raise StreamStalledError(stall_s)
+
+
+_SSE_FIRST_LINE: Final = re.compile(rb"(?::|(?:data|event|id|retry)(?::|\r|\n|$))")
+_UTF8_BOM: Final = b"\xef\xbb\xbf"
+
+
+def _sniff(pending: bytes, *, at_end: bool) -> bool | None:
+    """Whether a body not labelled SSE starts like SSE; ``None`` while too little has come.
+
+    ``pending`` has had its leading blank lines and byte order mark removed.
+    """
+    if not pending:
+        return False if at_end else None
+    if len(pending) < SNIFF_BYTES and not at_end and not any(c in pending for c in b"\r\n"):
+        return None
+    return _SSE_FIRST_LINE.match(pending) is not None
+
+
+async def _response_events(
+    response: httpx.Response, stall_s: float
+) -> AsyncGenerator[SSEEvent, None]:
+    """Decode the body into events, checking that it is an event stream and never stalls.
+
+    Closing this generator early leaves httpx's generators suspended; :func:`open_sse`
+    finishes them (and this generator finishes them itself when it raises).
+    """
+    content_type = response.headers.get("content-type", "")
+    sniffing = content_type.split(";", 1)[0].strip().lower() != "text/event-stream"
+    pending = b""  # the start of a body being sniffed, blank lines and BOM removed
+    head = b""  # the first bytes, quoted if the body is refused
+    dispatched = False
+    decoder = SSEDecoder()
+    chunks = response.aiter_bytes()
+    try:
+        while (chunk := await _next_chunk(chunks, stall_s)) is not None:
+            if len(head) < BODY_HEAD_LIMIT * 4:  # enough bytes for BODY_HEAD_LIMIT characters
+                head += chunk[: BODY_HEAD_LIMIT * 4 - len(head)]
+            if sniffing:
+                pending = (pending + chunk).lstrip(b"\r\n")
+                if pending.startswith(_UTF8_BOM):
+                    pending = pending[len(_UTF8_BOM) :].lstrip(b"\r\n")
+                verdict = _sniff(pending, at_end=False)
+                if verdict is None:
+                    continue
+                if not verdict:
+                    raise NotAnEventStreamError(response.status_code, content_type, head)
+                sniffing = False
+                chunk, pending = pending, b""
+            for event in decoder.feed(chunk):
+                dispatched = True
+                yield event
+        if sniffing:
+            if not _sniff(pending, at_end=True):
+                raise NotAnEventStreamError(response.status_code, content_type, head)
+            tail = decoder.feed(pending) + decoder.close()
+        else:
+            tail = decoder.close()
+        for event in tail:
+            dispatched = True
+            yield event
+        if not dispatched:
+            raise NotAnEventStreamError(response.status_code, content_type, head)
+    finally:
+        await _finish_generators(chunks)
+
+
+async def _finish_generators(events: AsyncIterator[Any]) -> None:
     """Finish the chain of async generators under ``events`` when the reader stopped early.
 
     A consumer that leaves the ``async for`` (an error it raised, an abort) leaves the SSE

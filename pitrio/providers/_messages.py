@@ -315,6 +315,9 @@ class StreamOptions:
     timeout_ms: int | None = None
     max_retries: int | None = None
     max_retry_delay_ms: int | None = None
+    stall_timeout_ms: int | None = None
+    """Give up a stream after this long without a byte from the server (``None``: 300 s or
+    ``timeout_ms`` if longer; ``0``: never, as pi). See :mod:`pitrio.providers._http`."""
     metadata: Mapping[str, Any] | None = None
     reasoning: ThinkingLevel | None = None
     """Thinking level for ``stream_simple`` (``None`` = off)."""

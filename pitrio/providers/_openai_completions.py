@@ -25,6 +25,12 @@ Failures are data: an HTTP error status gives ``"<status> <error.message>"`` as 
 words it, a dropped connection or invalid event its own message, all ending the stream with
 ``stopReason: "error"``; nothing is raised. Cancellation (abort) propagates and the stream
 driver ends the message with ``"aborted"``.
+
+A complete answer carries a choice with a ``finish_reason`` (the real API always sends one,
+then the usage chunk, then ``[DONE]``). A body that ends with neither a ``finish_reason`` nor
+``[DONE]`` is an error, "Stream ended without finish_reason ...: the response was terminated
+early"; pi 0.73.1, like the OpenAI SDK, takes it for a normal ``stop``. Either marker alone is
+accepted, since compatible servers exist that omit ``[DONE]`` or never set a finish reason.
 """
 
 from __future__ import annotations
@@ -115,6 +121,11 @@ TOOL_RESULT_IMAGE_PLACEHOLDER: Final = "(see attached image)"
 TOOL_RESULT_IMAGES_INTRO: Final = "Attached image(s) from tool result:"
 BRIDGING_ASSISTANT_TEXT: Final = "I have processed the tool results."
 OPENAI_TOOL_CALL_ID_LIMIT: Final = 40
+NO_FINISH_MESSAGE: Final = (
+    "Stream ended without finish_reason or [DONE]: the response was terminated early"
+)
+"""The ``errorMessage`` of a body that ends before the answer did ("terminated" makes the
+session's retry treat it as the dropped connection it usually is)."""
 
 _NOT_ID_CHAR: Final = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -129,6 +140,10 @@ class StreamErrorChunk(ProviderError):
 
 class FinishReasonError(ProviderError):
     """The response finished with a reason pi treats as an error (``content_filter`` ...)."""
+
+
+class TruncatedStreamError(ProviderError):
+    """The body ended with neither a ``finish_reason`` nor ``[DONE]``."""
 
 
 # --------------------------------------------------------------------------- entry points
@@ -244,6 +259,7 @@ async def _run(
             timeout_ms=options.timeout_ms,
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
+            stall_timeout_ms=options.stall_timeout_ms,
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             finished = False
@@ -257,6 +273,8 @@ async def _run(
                 if isinstance(chunk, dict) and chunk.get("error"):
                     raise StreamErrorChunk(_api_error_text(None, chunk["error"], None))
                 await reader.feed(chunk)
+        if not finished and not reader.finished:
+            raise TruncatedStreamError(NO_FINISH_MESSAGE)
         await reader.finish_blocks()
         if builder.stop_reason == "error":
             raise FinishReasonError(
@@ -371,6 +389,8 @@ class _ChunkReader:
         self._stream_index_of: dict[int, int | None] = {}
         self._response_id_set = False
         self._response_model_set = False
+        self.finished = False
+        """Whether a choice carried a ``finish_reason``."""
 
     async def feed(self, chunk: Any) -> None:
         if not isinstance(chunk, dict):
@@ -401,6 +421,7 @@ class _ChunkReader:
             builder.update(usage=parse_chunk_usage(choice["usage"], self._model))
         finish_reason = choice.get("finish_reason")
         if finish_reason:
+            self.finished = True
             stop_reason, error_message = map_stop_reason(finish_reason)
             builder.update(stop_reason=stop_reason)
             if error_message:

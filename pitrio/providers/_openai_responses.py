@@ -31,8 +31,8 @@ Differences from pi 0.73.1, on purpose:
 * ``response.incomplete`` (the event OpenAI sends when ``max_output_tokens`` cuts an answer)
   is read like ``response.completed``, so the message gets its usage and ``stopReason:
   "length"``; pi's openai-responses provider ignores the event (its Codex provider does not).
-* A body that ends cleanly without any final event is an error ("stream ended before
-  response.completed"), not a silent ``stop``.
+* A body that ends cleanly without any final event is an error ("Stream ended before
+  response.completed: the response was terminated early", retryable), not a silent ``stop``.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ SIMPLE_MAX_TOKENS_CAP: Final = 32_000
 MAX_ID_LENGTH: Final = 64
 """OpenAI rejects item and call ids longer than this."""
 UNKNOWN_ERROR: Final = "An unknown error occurred"
-NO_FINAL_EVENT: Final = "Stream ended before response.completed"
+NO_FINAL_EVENT: Final = "Stream ended before response.completed: the response was terminated early"
+"""("terminated" makes the session's retry treat it as the dropped connection it usually is.)"""
 
 _COPILOT: Final = "github-copilot"
 _CLOUDFLARE_GATEWAY: Final = "cloudflare-ai-gateway"
@@ -926,6 +927,7 @@ async def stream_openai_responses(
             timeout_ms=options.timeout_ms,
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
+            stall_timeout_ms=options.stall_timeout_ms,
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             finished = await process_responses_stream(events, builder, out, model, stream_options)
