@@ -588,9 +588,57 @@ def format_model_table(models: Sequence[Model], search: str | None = None) -> st
     return "\n".join(lines) + "\n"
 
 
+def _matching(models: Sequence[Model], search: str) -> list[Model]:
+    tokens = search.split()
+    return [m for m in models if all(_fuzzy_matches(t, f"{m.provider} {m.id}") for t in tokens)]
+
+
+def keyless_hint(setup: ModelSetup, search: str | None, agent_dir: str) -> str | None:
+    """Why ``--list-models`` shows less than the user may expect, or ``None``.
+
+    Models are listed only for providers with a configured key. When no provider has one
+    (only ``faux`` is listed), or a search matches nothing listed but matches models of
+    providers without a key, say so and how to configure a key (:func:`setup_help`).
+    """
+    keyed = [m for m in setup.available() if m.provider != FAUX_PROVIDER]
+    if search is None:
+        if keyed:
+            return None
+        return (
+            "Only the keyless faux model is listed: models are listed only for providers with "
+            f"a configured API key, and none is configured.\n\n{setup_help(agent_dir)}"
+        )
+    if _matching(setup.available(), search):
+        return None
+    unkeyed = [m for m in _matching(setup.models, search) if not setup.credentials.has_auth(m)]
+    if not unkeyed:
+        return None
+    providers = sorted({m.provider for m in unkeyed}, key=_locale_key)
+    shown = ", ".join(providers[:LISTED_PROVIDERS])
+    if len(providers) > LISTED_PROVIDERS:
+        shown += f" and {len(providers) - LISTED_PROVIDERS} more"
+    count = f"{len(unkeyed)} model{'s' if len(unkeyed) != 1 else ''}"
+    return (
+        "Models are listed only for providers with a configured API key.\n"
+        f"{count} of providers without a key match: {shown}.\n\n{setup_help(agent_dir)}"
+    )
+
+
+LISTED_PROVIDERS: Final = 5
+"""Providers named in :func:`keyless_hint` before "and N more"."""
+
+
 def list_models(args: CliArgs, *, env: Mapping[str, str]) -> tuple[str, list[str]]:
-    """The ``--list-models`` output (models with credentials) and warnings."""
+    """The ``--list-models`` output (models with credentials) and warnings.
+
+    When keys are the reason the list is short or empty, :func:`keyless_hint` follows the
+    table (pi only says ``No models matching``).
+    """
     agent_dir = _agent_dir(env)
     setup = load_model_setup(agent_dir, env)
     search = args.list_models if isinstance(args.list_models, str) else None
-    return format_model_table(setup.available(), search), list(setup.warnings)
+    table = format_model_table(setup.available(), search)
+    hint = keyless_hint(setup, search, agent_dir)
+    if hint is not None:
+        table += f"\n{hint}\n"
+    return table, list(setup.warnings)

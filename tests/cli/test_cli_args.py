@@ -409,13 +409,48 @@ def test_model_table_filters_fuzzily_and_sorts_like_pi() -> None:
     assert format_model_table(models, "zzzz") == 'No models matching "zzzz"\n'
 
 
+def table_providers(output: str) -> list[str]:
+    """The provider column of a --list-models table (the rows before any blank line)."""
+    rows = output.split("\n\n")[0].splitlines()[1:]
+    return [line.split()[0] for line in rows]
+
+
 def test_list_models_shows_only_models_with_keys(env: Env) -> None:
     """Without keys only faux is listed; a key adds its provider's models."""
     table, _ = list_models(CliArgs(list_models=True), env=env.vars)
-    assert [line.split()[0] for line in table.splitlines()[1:]] == ["faux"]
+    assert table_providers(table) == ["faux"]
     env.vars["GROQ_API_KEY"] = "gsk"
     table, _ = list_models(CliArgs(list_models=True), env=env.vars)
-    assert {line.split()[0] for line in table.splitlines()[1:]} == {"faux", "groq"}
+    assert set(table_providers(table)) == {"faux", "groq"}
+
+
+def test_a_search_without_keys_explains_that_keys_are_the_reason(env: Env) -> None:
+    """``--list-models sonnet`` with no key says models need a key, and how to set one."""
+    output, _ = list_models(CliArgs(list_models="sonnet"), env=env.vars)
+    first, _, rest = output.partition("\n")
+    assert first == 'No models matching "sonnet"'
+    assert "Models are listed only for providers with a configured API key" in rest
+    assert "anthropic" in rest.split("\n\n")[0]
+    assert "export ANTHROPIC_API_KEY=..." in rest
+    assert "--provider faux" in rest
+
+
+def test_a_listing_without_keys_says_why_only_faux_is_listed(env: Env) -> None:
+    """``--list-models`` with no key lists faux and says that keys are missing."""
+    output, _ = list_models(CliArgs(list_models=True), env=env.vars)
+    assert "models are listed only for providers with a configured API key" in output
+    assert "export OPENAI_API_KEY=..." in output
+
+
+def test_no_hint_when_keys_are_not_the_reason(env: Env) -> None:
+    """With a key, a listing and a search that matches nothing at all carry no hint."""
+    env.vars["GROQ_API_KEY"] = "gsk"
+    output, _ = list_models(CliArgs(list_models=True), env=env.vars)
+    assert "configured API key" not in output
+    output, _ = list_models(CliArgs(list_models="zzzzqqq"), env=env.vars)
+    assert output == 'No models matching "zzzzqqq"\n'
+    output, _ = list_models(CliArgs(list_models="sonnet"), env=env.vars)
+    assert "Models are listed only for providers with a configured API key" in output
 
 
 def test_faux_reply_echoes_the_last_user_message_and_counts_turns() -> None:
