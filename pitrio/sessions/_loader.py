@@ -13,7 +13,7 @@ the file's write lock first (see :mod:`._files`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 import attrs
@@ -21,6 +21,7 @@ import structlog
 
 from pitrio.codec import WireFormatError, dumps, from_wire, loads
 from pitrio.sessions._entries import (
+    CURRENT_SESSION_VERSION,
     SessionEntry,
     SessionFileCorrupt,
     SessionHeader,
@@ -28,7 +29,7 @@ from pitrio.sessions._entries import (
     random_entry_id,
 )
 from pitrio.sessions._files import replace_locked
-from pitrio.sessions._migrations import migrate_session_entries
+from pitrio.sessions._migrations import migrate_session_entries, session_version
 
 log = structlog.get_logger("pitrio.sessions._persistence")
 
@@ -74,41 +75,54 @@ class LoadedSession:
 _NOT_A_SESSION = "not a session file: the first line is not a session header"
 
 
-def _parse_lines(path: str, data: bytes) -> tuple[list[tuple[int, Any]], list[LoadProblem], int]:
-    """Split and parse; returns (line number, object) pairs, problems, and the good size."""
-    lines = data.split(b"\n")
-    last = len(lines) - 1
-    while last >= 0 and (not lines[last] or lines[last].isspace()):
-        last -= 1
-    parsed: list[tuple[int, Any]] = []
-    problems: list[LoadProblem] = []
-    offset = 0
-    good_size = len(data)
-    for index, line in enumerate(lines):
-        start = offset
-        offset += len(line) + 1
-        if not line or line.isspace():
-            continue
-        try:
-            obj = loads(line)
-        except ValueError as exc:
-            if not parsed:
-                # No header before it: a foreign file, or a header torn by a crash. Either
-                # way nothing here may be overwritten.
-                raise SessionFileCorrupt(path, index + 1, f"{_NOT_A_SESSION} ({exc})") from exc
-            if index == last:
-                good_size = start
-                detail = f"torn last line skipped ({len(line)} bytes): {exc}"
-                problems.append(LoadProblem(path, index + 1, "torn_last_line", detail))
-                break
-            raise SessionFileCorrupt(path, index + 1, f"not valid JSON: {exc}") from exc
-        if not isinstance(obj, dict):
-            reason = _NOT_A_SESSION if not parsed else "expected a JSON object"
-            raise SessionFileCorrupt(path, index + 1, f"{reason}, got {line[:80]!r}")
-        if not parsed and (obj.get("type") != "session" or not isinstance(obj.get("id"), str)):
-            raise SessionFileCorrupt(path, index + 1, _NOT_A_SESSION)
-        parsed.append((index + 1, obj))
-    return parsed, problems, good_size
+class _Lines:
+    """The parsed lines of a file, one at a time; notes a torn last line as it meets it.
+
+    Iterating lazily lets the loader decode each line and drop its JSON object at once: a
+    long session then never holds every parsed dict alongside every decoded entry, which
+    would make the cyclic garbage collector rescan hundreds of thousands of live objects.
+    """
+
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path = path
+        self.data = data
+        self.problems: list[LoadProblem] = []
+        self.good_size = len(data)
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        path = self.path
+        lines = self.data.split(b"\n")
+        last = len(lines) - 1
+        while last >= 0 and (not lines[last] or lines[last].isspace()):
+            last -= 1
+        seen_header = False
+        offset = 0
+        for index, line in enumerate(lines):
+            start = offset
+            offset += len(line) + 1
+            if not line or line.isspace():
+                continue
+            try:
+                obj = loads(line)
+            except ValueError as exc:
+                if not seen_header:
+                    # No header before it: a foreign file, or a header torn by a crash.
+                    # Either way nothing here may be overwritten.
+                    raise SessionFileCorrupt(path, index + 1, f"{_NOT_A_SESSION} ({exc})") from exc
+                if index == last:
+                    self.good_size = start
+                    detail = f"torn last line skipped ({len(line)} bytes): {exc}"
+                    self.problems.append(LoadProblem(path, index + 1, "torn_last_line", detail))
+                    return
+                raise SessionFileCorrupt(path, index + 1, f"not valid JSON: {exc}") from exc
+            if not isinstance(obj, dict):
+                reason = "expected a JSON object" if seen_header else _NOT_A_SESSION
+                raise SessionFileCorrupt(path, index + 1, f"{reason}, got {line[:80]!r}")
+            if not seen_header:
+                if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
+                    raise SessionFileCorrupt(path, index + 1, _NOT_A_SESSION)
+                seen_header = True
+            yield index + 1, obj
 
 
 def load_session_file(
@@ -149,18 +163,19 @@ def load_session_file(
 def _load(
     path: str, data: bytes, new_id: Callable[[], str], rewrite_migrated: bool
 ) -> LoadedSession:
-    parsed, problems, good_size = _parse_lines(path, data)
-    for problem in problems:
-        log.warning(
-            "session_line_skipped", path=path, line_no=problem.line_no, detail=problem.detail
-        )
-    tail = FileTail(size=len(data), good_size=good_size)
-    if not parsed:
-        return LoadedSession(path, None, [], tuple(problems), False, tail)
-
-    first_line, first = parsed[0]
-    raws = [obj for _, obj in parsed]
-    migrated = migrate_session_entries(raws, new_id)
+    lines = _Lines(path, data)
+    parsed = iter(lines)
+    first_line, first = next(parsed, (0, None))
+    if first is None:
+        return LoadedSession(path, None, [], (), False, FileTail(len(data), len(data)))
+    migrated = session_version([first]) < CURRENT_SESSION_VERSION
+    raws: list[Any] | None = None
+    rest: Iterable[tuple[int, Any]] = parsed
+    if migrated:
+        # Old files are rare and small: migrate them whole, as the migrations expect.
+        rest = list(parsed)
+        raws = [first, *(obj for _, obj in rest)]
+        migrate_session_entries(raws, new_id)
     try:
         header = from_wire(SessionHeader, first)
     except WireFormatError as exc:
@@ -168,7 +183,8 @@ def _load(
 
     entries: list[SessionEntry] = []
     append = entries.append
-    for line_no, obj in parsed[1:]:
+    problems = lines.problems
+    for line_no, obj in rest:
         if obj.get("type") == "session":
             problems.append(
                 LoadProblem(path, line_no, "extra_header", "a second session header was skipped")
@@ -178,9 +194,16 @@ def _load(
             append(decode_entry(obj))
         except WireFormatError as exc:
             raise SessionFileCorrupt(path, line_no, str(exc)) from exc
+    for problem in problems:
+        if problem.kind == "torn_last_line":
+            log.warning(
+                "session_line_skipped", path=path, line_no=problem.line_no, detail=problem.detail
+            )
+    tail = FileTail(size=len(data), good_size=lines.good_size)
     # Rewritten only once every line decoded: a damaged file stays as it was.
-    if migrated and rewrite_migrated:
+    if raws is not None and rewrite_migrated:
         size = replace_locked(path, [dumps(obj) + b"\n" for obj in raws], expected_size=len(data))
         tail = FileTail(size=size, good_size=size)
         log.info("session_file_migrated", path=path)
+    problems.sort(key=lambda problem: problem.line_no)
     return LoadedSession(path, header, entries, tuple(problems), migrated, tail)
