@@ -42,38 +42,23 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Self
 
-import attrs
 import trio
 
 from pitrio._exceptions import UsageError
-from pitrio.actors import AgentMessage
 from pitrio.codec import dumps
-from pitrio.providers import AssistantMessage, ImageContent, TextContent, now_ms
-from pitrio.sessions._context import SessionContext, build_session_context, path_to_root
+from pitrio.providers import now_ms
 from pitrio.sessions._entries import (
-    BranchSummaryEntry,
-    BranchSummaryMessage,
-    CompactionEntry,
-    CompactionSummaryMessage,
-    CustomEntry,
-    CustomMessageEntry,
     LabelEntry,
-    ModelChangeEntry,
     SessionEntry,
     SessionEntryNotFound,
     SessionError,
     SessionHeader,
-    SessionInfoEntry,
-    SessionMessageEntry,
-    ThinkingLevelChangeEntry,
     generate_id,
     iso_timestamp,
     random_entry_id,
-    timestamp_ms,
     uuid7,
 )
 from pitrio.sessions._files import replace_locked, run_file_work, write_file_atomically
@@ -87,31 +72,18 @@ from pitrio.sessions._paths import (
     session_file_name,
 )
 from pitrio.sessions._persistence import Persistence
+from pitrio.sessions._tree import Clock as Clock
+from pitrio.sessions._tree import IdSource as IdSource
+from pitrio.sessions._tree import SessionTree
+from pitrio.sessions._tree import SessionTreeNode as SessionTreeNode
 from pitrio.sessions._writer import SessionFileWriter
-
-Clock = Callable[[], int]
-"""Returns the current time in milliseconds since the epoch (entry and header timestamps)."""
-IdSource = Callable[[], str]
-"""Returns a fresh id candidate (entry ids are checked for collisions and retried)."""
-
-
-@attrs.define(kw_only=True)
-class SessionTreeNode:
-    """One entry of :meth:`SessionManager.get_tree` with its children (oldest first)."""
-
-    entry: SessionEntry
-    children: list[SessionTreeNode] = attrs.field(factory=list)
-    label: str | None = None
-    """The entry's current label."""
-    label_timestamp: str | None = None
-    """When the label was last set."""
 
 
 def _line(entry: Any) -> bytes:
     return dumps(entry) + b"\n"
 
 
-class SessionManager:
+class SessionManager(SessionTree):
     """A conversation session: an append-only tree of entries with a movable leaf.
 
     Create one with :meth:`create`, :meth:`open`, :meth:`continue_recent`, :meth:`in_memory`
@@ -144,22 +116,14 @@ class SessionManager:
         new_session_id: IdSource | None = None,
         _loaded: LoadedSession | None = None,
     ) -> None:
+        super().__init__(clock=clock or now_ms, new_id=new_id or random_entry_id)
         self._cwd = cwd
         self._session_dir = session_dir
         self._persist = persist
-        self._clock = clock or now_ms
-        self._new_id = new_id or random_entry_id
         self._new_session_id = new_session_id or uuid7
         self._session_id = ""
         self._session_file: str | None = None
         self._header: SessionHeader | None = None
-        self._entries: list[SessionEntry] = []
-        self._by_id: dict[str, SessionEntry] = {}
-        self._pos: dict[str, int] = {}
-        self._labels: dict[str, str] = {}
-        self._label_times: dict[str, str] = {}
-        self._leaf_id: str | None = None
-        self._has_assistant = False
         self._writer: SessionFileWriter | None = None
         self._persistence: Persistence | None = None
         self.load_problems: tuple[LoadProblem, ...] = ()
@@ -587,33 +551,6 @@ class SessionManager:
         assert self._writer is not None and self._header is not None
         self._writer.add([_line(self._header)], flush=False)
 
-    def _build_index(self) -> None:
-        self._by_id = {}
-        self._pos = {}
-        self._labels = {}
-        self._label_times = {}
-        self._leaf_id = None
-        self._has_assistant = False
-        for index, entry in enumerate(self._entries):
-            entry_id = entry.id
-            if entry_id:
-                self._by_id[entry_id] = entry
-                self._pos[entry_id] = index
-                self._leaf_id = entry_id
-            if type(entry) is SessionMessageEntry:
-                if type(entry.message) is AssistantMessage:
-                    self._has_assistant = True
-            elif type(entry) is LabelEntry:
-                self._apply_label(entry)
-
-    def _apply_label(self, entry: LabelEntry) -> None:
-        if entry.label:
-            self._labels[entry.target_id] = entry.label
-            self._label_times[entry.target_id] = entry.timestamp
-        else:
-            self._labels.pop(entry.target_id, None)
-            self._label_times.pop(entry.target_id, None)
-
     # ------------------------------------------------------------------ writing
 
     def _switch_writer(self, writer: SessionFileWriter | None) -> None:
@@ -626,21 +563,6 @@ class SessionManager:
         """Let queued writes reach the current file before anything switches or rewrites it."""
         if self._persistence is not None:
             self._persistence.drain()
-
-    def _append_entry(self, entry: SessionEntry) -> str:
-        entry_id = entry.id
-        self._pos[entry_id] = len(self._entries)
-        self._entries.append(entry)
-        self._by_id[entry_id] = entry
-        self._leaf_id = entry_id
-        writer = self._writer
-        if writer is not None:
-            line = dumps(entry) + b"\n"
-            if self._persistence is not None:
-                self._persistence.submit(writer, line, self._has_assistant)
-            else:
-                writer.add((line,), flush=self._has_assistant)
-        return entry_id
 
     def attach_persistence(self, persistence: Persistence) -> None:
         """Hand appends to a running :class:`~pitrio.sessions.Persistence` actor (it calls
@@ -726,143 +648,14 @@ class SessionManager:
     ) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ appending
-
-    def _next(self) -> tuple[str, str | None, str]:
-        return generate_id(self._by_id, self._new_id), self._leaf_id, iso_timestamp(self._clock())
-
-    def append_message(self, message: AgentMessage) -> str:
-        """Append a message (user, assistant, tool result, custom, bash execution).
-
-        Compaction and branch summaries are entries of their own: use
-        :meth:`append_compaction` and :meth:`branch_with_summary`.
-
-        Raises:
-            UsageError: ``message`` is a compaction or branch summary message.
-        """
-        if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
-            raise UsageError(
-                f"{message.role} messages are stored as compaction / branch_summary entries"
-            )
-        entry_id, parent_id, timestamp = self._next()
-        if not self._has_assistant and type(message) is AssistantMessage:
-            self._has_assistant = True
-        return self._append_entry(
-            SessionMessageEntry(
-                id=entry_id, parent_id=parent_id, timestamp=timestamp, message=message
-            )
-        )
-
-    def append_thinking_level_change(self, thinking_level: str) -> str:
-        """Record a thinking level change."""
-        entry_id, parent_id, timestamp = self._next()
-        return self._append_entry(
-            ThinkingLevelChangeEntry(
-                id=entry_id, parent_id=parent_id, timestamp=timestamp, thinking_level=thinking_level
-            )
-        )
-
-    def append_model_change(self, provider: str, model_id: str) -> str:
-        """Record a model switch."""
-        entry_id, parent_id, timestamp = self._next()
-        return self._append_entry(
-            ModelChangeEntry(
-                id=entry_id,
-                parent_id=parent_id,
-                timestamp=timestamp,
-                provider=provider,
-                model_id=model_id,
-            )
-        )
-
-    def append_compaction(
-        self,
-        summary: str,
-        first_kept_entry_id: str,
-        tokens_before: int,
-        details: Any = None,
-        from_hook: bool | None = None,
-    ) -> str:
-        """Record a compaction: the context keeps entries from ``first_kept_entry_id`` on."""
-        entry_id, parent_id, timestamp = self._next()
-        return self._append_entry(
-            CompactionEntry(
-                id=entry_id,
-                parent_id=parent_id,
-                timestamp=timestamp,
-                summary=summary,
-                first_kept_entry_id=first_kept_entry_id,
-                tokens_before=tokens_before,
-                details=details,
-                from_hook=from_hook,
-            )
-        )
-
-    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
-        """Store extension state (not part of the LLM context)."""
-        entry_id, parent_id, timestamp = self._next()
-        return self._append_entry(
-            CustomEntry(
-                custom_type=custom_type,
-                data=data,
-                id=entry_id,
-                parent_id=parent_id,
-                timestamp=timestamp,
-            )
-        )
-
-    def append_session_info(self, name: str) -> str:
-        """Set the session's display name (surrounding whitespace removed; empty clears it)."""
-        entry_id, parent_id, timestamp = self._next()
-        return self._append_entry(
-            SessionInfoEntry(
-                id=entry_id, parent_id=parent_id, timestamp=timestamp, name=name.strip()
-            )
-        )
-
-    def append_custom_message_entry(
-        self,
-        custom_type: str,
-        content: str | Iterable[TextContent | ImageContent],
-        display: bool,
-        details: Any = None,
-    ) -> str:
-        """Append an extension message that is part of the LLM context.
-
-        Args:
-            custom_type: the extension's identifier.
-            content: text, or text and image blocks.
-            display: show it in the UI (``False``: hidden).
-            details: extension data that is not sent to the model.
-        """
-        entry_id, parent_id, timestamp = self._next()
-        return self._append_entry(
-            CustomMessageEntry(
-                custom_type=custom_type,
-                content=content,
-                display=display,
-                details=details,
-                id=entry_id,
-                parent_id=parent_id,
-                timestamp=timestamp,
-            )
-        )
-
-    def append_label_change(self, target_id: str, label: str | None) -> str:
-        """Set (or with ``None``/``""`` clear) the label of an entry.
-
-        Raises:
-            SessionEntryNotFound: no entry ``target_id``.
-        """
-        if target_id not in self._by_id:
-            raise SessionEntryNotFound(target_id)
-        entry_id, parent_id, timestamp = self._next()
-        entry = LabelEntry(
-            id=entry_id, parent_id=parent_id, timestamp=timestamp, target_id=target_id, label=label
-        )
-        self._append_entry(entry)
-        self._apply_label(entry)
-        return entry_id
+    def _write_entry(self, entry: SessionEntry) -> None:
+        writer = self._writer
+        if writer is not None:
+            line = dumps(entry) + b"\n"
+            if self._persistence is not None:
+                self._persistence.submit(writer, line, self._has_assistant)
+            else:
+                writer.add((line,), flush=self._has_assistant)
 
     # ------------------------------------------------------------------ reading
 
@@ -890,120 +683,7 @@ class SessionManager:
         """The session header."""
         return self._header
 
-    def get_entries(self) -> list[SessionEntry]:
-        """All entries in file order (a new list; the entries themselves are immutable)."""
-        return list(self._entries)
-
-    def get_session_name(self) -> str | None:
-        """The display name set by the latest ``session_info`` entry, if any."""
-        for entry in reversed(self._entries):
-            if type(entry) is SessionInfoEntry:
-                return (entry.name or "").strip() or None
-        return None
-
-    def get_leaf_id(self) -> str | None:
-        """The current leaf (``None`` before the first entry)."""
-        return self._leaf_id
-
-    def get_leaf_entry(self) -> SessionEntry | None:
-        """The current leaf entry."""
-        return self._by_id.get(self._leaf_id) if self._leaf_id else None
-
-    def get_entry(self, entry_id: str) -> SessionEntry | None:
-        """The entry with this id."""
-        return self._by_id.get(entry_id)
-
-    def get_children(self, parent_id: str) -> list[SessionEntry]:
-        """The direct children of an entry, in file order."""
-        return [entry for entry in self._by_id.values() if entry.parent_id == parent_id]
-
-    def get_label(self, entry_id: str) -> str | None:
-        """The current label of an entry."""
-        return self._labels.get(entry_id)
-
-    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
-        """The entries from the root to ``from_id`` (default: the leaf), root first."""
-        start_id = from_id if from_id is not None else self._leaf_id
-        start = self._by_id.get(start_id) if start_id else None
-        return path_to_root(start, self._by_id)
-
-    def build_session_context(self) -> SessionContext:
-        """The LLM context of the path to the leaf (seed 002 s.4.1)."""
-        return build_session_context(self._entries, self._leaf_id, self._by_id)
-
-    def get_tree(self) -> list[SessionTreeNode]:
-        """The entries as a tree: the roots (orphans included), children oldest first."""
-        nodes: dict[str, SessionTreeNode] = {}
-        for entry in self._entries:
-            nodes[entry.id] = SessionTreeNode(
-                entry=entry,
-                label=self._labels.get(entry.id),
-                label_timestamp=self._label_times.get(entry.id),
-            )
-        roots: list[SessionTreeNode] = []
-        for entry in self._entries:
-            node = nodes[entry.id]
-            parent = nodes.get(entry.parent_id) if entry.parent_id else None
-            if entry.parent_id is None or entry.parent_id == entry.id or parent is None:
-                roots.append(node)
-            else:
-                parent.children.append(node)
-        stack = list(roots)
-        while stack:
-            node = stack.pop()
-            node.children.sort(key=lambda child: timestamp_ms(child.entry.timestamp))
-            stack.extend(node.children)
-        return roots
-
-    # ------------------------------------------------------------------ branching
-
-    def branch(self, branch_from_id: str) -> None:
-        """Move the leaf to an earlier entry; the next append starts a new branch there.
-
-        Raises:
-            SessionEntryNotFound: no such entry.
-        """
-        if branch_from_id not in self._by_id:
-            raise SessionEntryNotFound(branch_from_id)
-        self._leaf_id = branch_from_id
-
-    def reset_leaf(self) -> None:
-        """Move the leaf before the first entry; the next append is a new root."""
-        self._leaf_id = None
-
-    def branch_with_summary(
-        self,
-        branch_from_id: str | None,
-        summary: str,
-        details: Any = None,
-        from_hook: bool | None = None,
-    ) -> str:
-        """Branch like :meth:`branch` and append a summary of the branch that was left.
-
-        Args:
-            branch_from_id: the entry to continue from (``None``: before the first entry).
-            summary: the summary of the abandoned path.
-            details: data not sent to the model (pi: file lists).
-            from_hook: True when an extension wrote the summary.
-
-        Raises:
-            SessionEntryNotFound: no such entry.
-        """
-        if branch_from_id is not None and branch_from_id not in self._by_id:
-            raise SessionEntryNotFound(branch_from_id)
-        self._leaf_id = branch_from_id
-        entry_id, _, timestamp = self._next()
-        return self._append_entry(
-            BranchSummaryEntry(
-                id=entry_id,
-                parent_id=branch_from_id,
-                timestamp=timestamp,
-                from_id=branch_from_id if branch_from_id is not None else "root",
-                summary=summary,
-                details=details,
-                from_hook=from_hook,
-            )
-        )
+    # ------------------------------------------------------------------ branching (files)
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Make a new session of the path to ``leaf_id`` (labels on it carried over) and switch
@@ -1065,9 +745,3 @@ class SessionManager:
         self._switch_writer(writer)
         writer.add([_line(header), *map(_line, self._entries)], flush=self._has_assistant)
         return self._session_file
-
-    # ------------------------------------------------------------------ other views
-
-    def get_labels(self) -> dict[str, str]:
-        """Every current label, by target entry id."""
-        return dict(self._labels)

@@ -1,0 +1,366 @@
+"""The session's entry tree in memory: appends, the leaf, labels, branches, read views.
+
+:class:`SessionTree` is the part of :class:`~pitrio.sessions.SessionManager` that never touches
+a file: every ``append_*`` builds an entry, indexes it and hands it to
+:meth:`SessionTree._write_entry`, which the manager overrides to write its file. Entries are
+never modified or deleted; the *leaf* is the current position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+from pitrio._exceptions import UsageError
+from pitrio.actors import AgentMessage
+from pitrio.providers import AssistantMessage, ImageContent, TextContent
+from pitrio.sessions._context import SessionContext, build_session_context, path_to_root
+from pitrio.sessions._entries import (
+    BranchSummaryEntry,
+    BranchSummaryMessage,
+    CompactionEntry,
+    CompactionSummaryMessage,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionEntryNotFound,
+    SessionInfoEntry,
+    SessionMessageEntry,
+    ThinkingLevelChangeEntry,
+    generate_id,
+    iso_timestamp,
+    timestamp_ms,
+)
+
+Clock = Callable[[], int]
+"""Returns the current time in milliseconds since the epoch (entry and header timestamps)."""
+IdSource = Callable[[], str]
+"""Returns a fresh id candidate (entry ids are checked for collisions and retried)."""
+
+
+@attrs.define(kw_only=True)
+class SessionTreeNode:
+    """One entry of :meth:`SessionManager.get_tree` with its children (oldest first)."""
+
+    entry: SessionEntry
+    children: list[SessionTreeNode] = attrs.field(factory=list)
+    label: str | None = None
+    """The entry's current label."""
+    label_timestamp: str | None = None
+    """When the label was last set."""
+
+
+class SessionTree:
+    """An append-only tree of entries with a movable leaf (the in-memory half of a session).
+
+    Args:
+        clock: epoch milliseconds for timestamps.
+        new_id: entry id candidates.
+    """
+
+    def __init__(self, *, clock: Clock, new_id: IdSource) -> None:
+        self._clock = clock
+        self._new_id = new_id
+        self._entries: list[SessionEntry] = []
+        self._by_id: dict[str, SessionEntry] = {}
+        self._pos: dict[str, int] = {}
+        self._labels: dict[str, str] = {}
+        self._label_times: dict[str, str] = {}
+        self._leaf_id: str | None = None
+        self._has_assistant = False
+
+    def _build_index(self) -> None:
+        self._by_id = {}
+        self._pos = {}
+        self._labels = {}
+        self._label_times = {}
+        self._leaf_id = None
+        self._has_assistant = False
+        for index, entry in enumerate(self._entries):
+            entry_id = entry.id
+            if entry_id:
+                self._by_id[entry_id] = entry
+                self._pos[entry_id] = index
+                self._leaf_id = entry_id
+            if type(entry) is SessionMessageEntry:
+                if type(entry.message) is AssistantMessage:
+                    self._has_assistant = True
+            elif type(entry) is LabelEntry:
+                self._apply_label(entry)
+
+    def _apply_label(self, entry: LabelEntry) -> None:
+        if entry.label:
+            self._labels[entry.target_id] = entry.label
+            self._label_times[entry.target_id] = entry.timestamp
+        else:
+            self._labels.pop(entry.target_id, None)
+            self._label_times.pop(entry.target_id, None)
+
+    def _append_entry(self, entry: SessionEntry) -> str:
+        entry_id = entry.id
+        self._pos[entry_id] = len(self._entries)
+        self._entries.append(entry)
+        self._by_id[entry_id] = entry
+        self._leaf_id = entry_id
+        self._write_entry(entry)
+        return entry_id
+
+    def _write_entry(self, entry: SessionEntry) -> None:
+        """Store an appended entry (in memory: nothing to do; the manager writes its file)."""
+
+    def _next(self) -> tuple[str, str | None, str]:
+        return generate_id(self._by_id, self._new_id), self._leaf_id, iso_timestamp(self._clock())
+
+    def append_message(self, message: AgentMessage) -> str:
+        """Append a message (user, assistant, tool result, custom, bash execution).
+
+        Compaction and branch summaries are entries of their own: use
+        :meth:`append_compaction` and :meth:`branch_with_summary`.
+
+        Raises:
+            UsageError: ``message`` is a compaction or branch summary message.
+        """
+        if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
+            raise UsageError(
+                f"{message.role} messages are stored as compaction / branch_summary entries"
+            )
+        entry_id, parent_id, timestamp = self._next()
+        if not self._has_assistant and type(message) is AssistantMessage:
+            self._has_assistant = True
+        return self._append_entry(
+            SessionMessageEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, message=message
+            )
+        )
+
+    def append_thinking_level_change(self, thinking_level: str) -> str:
+        """Record a thinking level change."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            ThinkingLevelChangeEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, thinking_level=thinking_level
+            )
+        )
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        """Record a model switch."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            ModelChangeEntry(
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+                provider=provider,
+                model_id=model_id,
+            )
+        )
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str,
+        tokens_before: int,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> str:
+        """Record a compaction: the context keeps entries from ``first_kept_entry_id`` on."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            CompactionEntry(
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+                summary=summary,
+                first_kept_entry_id=first_kept_entry_id,
+                tokens_before=tokens_before,
+                details=details,
+                from_hook=from_hook,
+            )
+        )
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        """Store extension state (not part of the LLM context)."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            CustomEntry(
+                custom_type=custom_type,
+                data=data,
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+            )
+        )
+
+    def append_session_info(self, name: str) -> str:
+        """Set the session's display name (surrounding whitespace removed; empty clears it)."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            SessionInfoEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, name=name.strip()
+            )
+        )
+
+    def append_custom_message_entry(
+        self,
+        custom_type: str,
+        content: str | Iterable[TextContent | ImageContent],
+        display: bool,
+        details: Any = None,
+    ) -> str:
+        """Append an extension message that is part of the LLM context.
+
+        Args:
+            custom_type: the extension's identifier.
+            content: text, or text and image blocks.
+            display: show it in the UI (``False``: hidden).
+            details: extension data that is not sent to the model.
+        """
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            CustomMessageEntry(
+                custom_type=custom_type,
+                content=content,
+                display=display,
+                details=details,
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+            )
+        )
+
+    def append_label_change(self, target_id: str, label: str | None) -> str:
+        """Set (or with ``None``/``""`` clear) the label of an entry.
+
+        Raises:
+            SessionEntryNotFound: no entry ``target_id``.
+        """
+        if target_id not in self._by_id:
+            raise SessionEntryNotFound(target_id)
+        entry_id, parent_id, timestamp = self._next()
+        entry = LabelEntry(
+            id=entry_id, parent_id=parent_id, timestamp=timestamp, target_id=target_id, label=label
+        )
+        self._append_entry(entry)
+        self._apply_label(entry)
+        return entry_id
+
+    def get_entries(self) -> list[SessionEntry]:
+        """All entries in file order (a new list; the entries themselves are immutable)."""
+        return list(self._entries)
+
+    def get_session_name(self) -> str | None:
+        """The display name set by the latest ``session_info`` entry, if any."""
+        for entry in reversed(self._entries):
+            if type(entry) is SessionInfoEntry:
+                return (entry.name or "").strip() or None
+        return None
+
+    def get_leaf_id(self) -> str | None:
+        """The current leaf (``None`` before the first entry)."""
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> SessionEntry | None:
+        """The current leaf entry."""
+        return self._by_id.get(self._leaf_id) if self._leaf_id else None
+
+    def get_entry(self, entry_id: str) -> SessionEntry | None:
+        """The entry with this id."""
+        return self._by_id.get(entry_id)
+
+    def get_children(self, parent_id: str) -> list[SessionEntry]:
+        """The direct children of an entry, in file order."""
+        return [entry for entry in self._by_id.values() if entry.parent_id == parent_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        """The current label of an entry."""
+        return self._labels.get(entry_id)
+
+    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
+        """The entries from the root to ``from_id`` (default: the leaf), root first."""
+        start_id = from_id if from_id is not None else self._leaf_id
+        start = self._by_id.get(start_id) if start_id else None
+        return path_to_root(start, self._by_id)
+
+    def build_session_context(self) -> SessionContext:
+        """The LLM context of the path to the leaf (seed 002 s.4.1)."""
+        return build_session_context(self._entries, self._leaf_id, self._by_id)
+
+    def get_tree(self) -> list[SessionTreeNode]:
+        """The entries as a tree: the roots (orphans included), children oldest first."""
+        nodes: dict[str, SessionTreeNode] = {}
+        for entry in self._entries:
+            nodes[entry.id] = SessionTreeNode(
+                entry=entry,
+                label=self._labels.get(entry.id),
+                label_timestamp=self._label_times.get(entry.id),
+            )
+        roots: list[SessionTreeNode] = []
+        for entry in self._entries:
+            node = nodes[entry.id]
+            parent = nodes.get(entry.parent_id) if entry.parent_id else None
+            if entry.parent_id is None or entry.parent_id == entry.id or parent is None:
+                roots.append(node)
+            else:
+                parent.children.append(node)
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            node.children.sort(key=lambda child: timestamp_ms(child.entry.timestamp))
+            stack.extend(node.children)
+        return roots
+
+    def branch(self, branch_from_id: str) -> None:
+        """Move the leaf to an earlier entry; the next append starts a new branch there.
+
+        Raises:
+            SessionEntryNotFound: no such entry.
+        """
+        if branch_from_id not in self._by_id:
+            raise SessionEntryNotFound(branch_from_id)
+        self._leaf_id = branch_from_id
+
+    def reset_leaf(self) -> None:
+        """Move the leaf before the first entry; the next append is a new root."""
+        self._leaf_id = None
+
+    def branch_with_summary(
+        self,
+        branch_from_id: str | None,
+        summary: str,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> str:
+        """Branch like :meth:`branch` and append a summary of the branch that was left.
+
+        Args:
+            branch_from_id: the entry to continue from (``None``: before the first entry).
+            summary: the summary of the abandoned path.
+            details: data not sent to the model (pi: file lists).
+            from_hook: True when an extension wrote the summary.
+
+        Raises:
+            SessionEntryNotFound: no such entry.
+        """
+        if branch_from_id is not None and branch_from_id not in self._by_id:
+            raise SessionEntryNotFound(branch_from_id)
+        self._leaf_id = branch_from_id
+        entry_id, _, timestamp = self._next()
+        return self._append_entry(
+            BranchSummaryEntry(
+                id=entry_id,
+                parent_id=branch_from_id,
+                timestamp=timestamp,
+                from_id=branch_from_id if branch_from_id is not None else "root",
+                summary=summary,
+                details=details,
+                from_hook=from_hook,
+            )
+        )
+
+    def get_labels(self) -> dict[str, str]:
+        """Every current label, by target entry id."""
+        return dict(self._labels)
