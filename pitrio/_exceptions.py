@@ -30,6 +30,7 @@
           +-- ToolArgumentsInvalid (also ValueError)  arguments fail the JSON schema
           +-- ToolSchemaInvalid (also ValueError)     a tool's own schema is not valid
           +-- FileToolError                           pitrio.tools.builtin: a file tool failed (path, code)
+          +-- BashExecutionError                      pitrio.tools.builtin: a command failed (exit_code, timed_out)
 
 Provider *failures* (HTTP errors, dropped connections, aborts) are not exceptions: they end a
 stream with an ``error`` event whose message carries ``stop_reason`` and ``error_message``.

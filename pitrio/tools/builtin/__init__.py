@@ -14,15 +14,26 @@ from typing import Final
 
 from pitrio._publish import publish as _publish
 from pitrio.tools._tool import AgentTool as _AgentTool
+from pitrio.tools.builtin._bash import BashTool as BashTool
+from pitrio.tools.builtin._bash import OutputAccumulator as OutputAccumulator
+from pitrio.tools.builtin._bash import SpawnContext as SpawnContext
+from pitrio.tools.builtin._bash import create_bash_tool as create_bash_tool
 from pitrio.tools.builtin._edit import EditTool as EditTool
 from pitrio.tools.builtin._edit import create_edit_tool as create_edit_tool
 from pitrio.tools.builtin._errors import FileToolError as FileToolError
+from pitrio.tools.builtin._find import FindTool as FindTool
+from pitrio.tools.builtin._find import create_find_tool as create_find_tool
+from pitrio.tools.builtin._grep import GrepTool as GrepTool
+from pitrio.tools.builtin._grep import create_grep_tool as create_grep_tool
 from pitrio.tools.builtin._ls import LsTool as LsTool
 from pitrio.tools.builtin._ls import create_ls_tool as create_ls_tool
 from pitrio.tools.builtin._mutation_queue import FileMutationQueue as FileMutationQueue
 from pitrio.tools.builtin._mutation_queue import default_mutation_queue as default_mutation_queue
 from pitrio.tools.builtin._read import ReadTool as ReadTool
 from pitrio.tools.builtin._read import create_read_tool as create_read_tool
+from pitrio.tools.builtin._shell import BashExecutionError as BashExecutionError
+from pitrio.tools.builtin._shell import BashOperations as BashOperations
+from pitrio.tools.builtin._shell import LocalBashOperations as LocalBashOperations
 from pitrio.tools.builtin._truncate import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from pitrio.tools.builtin._truncate import DEFAULT_MAX_LINES as DEFAULT_MAX_LINES
 from pitrio.tools.builtin._truncate import TruncationResult as TruncationResult
@@ -76,22 +87,36 @@ _FACTORIES: dict[str, Callable[[str], _AgentTool]] = {
     "edit": create_edit_tool,
     "write": create_write_tool,
     "ls": create_ls_tool,
+    "bash": create_bash_tool,
+    "grep": create_grep_tool,
+    "find": create_find_tool,
 }
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
+    "BashExecutionError",
+    "BashOperations",
+    "BashTool",
     "EditTool",
     "FileMutationQueue",
     "FileToolError",
+    "FindTool",
+    "GrepTool",
+    "LocalBashOperations",
     "LsTool",
+    "OutputAccumulator",
     "ReadTool",
+    "SpawnContext",
     "TruncationResult",
     "WriteTool",
     "builtin_tool_names",
     "create_all_tools",
+    "create_bash_tool",
     "create_coding_tools",
     "create_edit_tool",
+    "create_find_tool",
+    "create_grep_tool",
     "create_ls_tool",
     "create_read_only_tools",
     "create_read_tool",
