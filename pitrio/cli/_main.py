@@ -8,6 +8,7 @@ so ``--version`` and ``--help`` answer at once.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -102,6 +103,13 @@ def _agent_parser() -> argparse.ArgumentParser:
     add("--session-dir", metavar="DIR", help="folder for session storage and lookup")
     add("--no-session", action="store_true", help="do not save the session (in memory)")
     add(
+        "--stall-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up a response when the server sends nothing for this long (default: 300; "
+        "0: never; setting streamStallTimeoutMs)",
+    )
+    add(
         "--list-models",
         nargs="?",
         const=True,
@@ -109,6 +117,16 @@ def _agent_parser() -> argparse.ArgumentParser:
         help="list the models you have keys for (with an optional fuzzy search)",
     )
     return parser
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}")
+    return seconds
 
 
 def _demo_parser() -> argparse.ArgumentParser:
@@ -150,6 +168,7 @@ def parse_cli_args(argv: Sequence[str]) -> CliArgs:
         session_dir=ns.session_dir,
         no_session=ns.no_session,
         list_models=ns.list_models,
+        stall_timeout=ns.stall_timeout,
     )
 
 
@@ -219,7 +238,38 @@ def run_agent_command(
     from pitrio.cli._print_mode import PrintMode, run_print_mode
 
     mode: PrintMode = "json" if args.mode == "json" else "text"
-    return trio.run(lambda: run_print_mode(runtime, mode=mode, prompts=prompts, out=out, err=err))
+    try:
+        return trio.run(
+            lambda: run_print_mode(runtime, mode=mode, prompts=prompts, out=out, err=err)
+        )
+    except BaseException as exc:
+        # A session file that is locked by another process, damaged, or changed under us is
+        # the user's situation to resolve, not a bug: one line naming the file, never a trace.
+        failure = session_failure(exc)
+        if failure is None:
+            raise
+        err.write(f"Error: {' '.join(str(failure).split())}\n")
+        return 1
+
+
+def session_failure(exc: BaseException) -> Exception | None:
+    """The :class:`~pitrio.sessions.SessionError` that ended a run, if that is all that did.
+
+    Trio wraps what escapes a nursery in exception groups; a group counts when every
+    exception in it is a session error (the first is returned).
+    """
+    from pitrio.sessions import SessionError
+
+    if isinstance(exc, SessionError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        matched, rest = exc.split(SessionError)
+        while matched is not None and rest is None:
+            first = matched.exceptions[0]
+            if not isinstance(first, BaseExceptionGroup):
+                return first if isinstance(first, SessionError) else None
+            matched = first
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

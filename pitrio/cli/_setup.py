@@ -124,6 +124,8 @@ class CliArgs:
     no_session: bool = False
     list_models: str | bool | None = None
     """``True`` lists every available model; a string filters them."""
+    stall_timeout: float | None = None
+    """``--stall-timeout``: seconds without a byte before a response fails (0: never)."""
 
 
 def setup_help(agent_dir: str) -> str:
@@ -200,7 +202,9 @@ class Credentials:
         return attrs.evolve(options, api_key=auth.api_key, headers=headers or None)
 
 
-def _authorizing(provider: ApiProvider, credentials: Credentials) -> ApiProvider:
+def _authorizing(
+    provider: ApiProvider, credentials: Credentials, settings: SettingsManager | None
+) -> ApiProvider:
     def wrap(fn: ProviderStreamFn) -> ProviderStreamFn:
         async def stream(
             model: Model,
@@ -208,7 +212,14 @@ def _authorizing(provider: ApiProvider, credentials: Credentials) -> ApiProvider
             options: StreamOptions,
             out: AssistantMessageEventStream,
         ) -> None:
-            await fn(model, context, await credentials.authorize(model, options), out)
+            options = await credentials.authorize(model, options)
+            if settings is not None and options.stall_timeout_ms is None:
+                # streamStallTimeoutMs (or --stall-timeout, applied as an override), read per
+                # request; a value the session already put in the options wins.
+                stall = settings.stream_stall_timeout_ms
+                if stall is not None:
+                    options = attrs.evolve(options, stall_timeout_ms=stall)
+            await fn(model, context, options, out)
 
         return stream
 
@@ -233,8 +244,14 @@ class ModelSetup:
         return [m for m in self.models if self.credentials.has_auth(m)]
 
 
-def load_model_setup(agent_dir: str, env: Mapping[str, str]) -> ModelSetup:
-    """Read ``models.json`` and build the models, credentials and provider registry."""
+def load_model_setup(
+    agent_dir: str, env: Mapping[str, str], settings: SettingsManager | None = None
+) -> ModelSetup:
+    """Read ``models.json`` and build the models, credentials and provider registry.
+
+    Args:
+        settings: when given, every request gets its ``streamStallTimeoutMs``.
+    """
     warnings: list[str] = []
     try:
         custom = load_models_json(os.path.join(agent_dir, MODELS_FILE))
@@ -244,7 +261,7 @@ def load_model_setup(agent_dir: str, env: Mapping[str, str]) -> ModelSetup:
     credentials = Credentials(custom, env)
     registry = ProviderRegistry()
     for provider in default_registry.providers():
-        registry.register(_authorizing(provider, credentials), "pitrio:cli")
+        registry.register(_authorizing(provider, credentials, settings), "pitrio:cli")
     faux = register_echo_faux(registry)
     models = (*_all(custom.catalogue), *faux.models)
     return ModelSetup(
@@ -474,7 +491,9 @@ def build_runtime(
     settings = SettingsManager.create(cwd, agent_dir)
     for error in settings.drain_errors():
         warn(str(error))
-    setup = load_model_setup(agent_dir, env)
+    if args.stall_timeout is not None:
+        settings.apply_overrides({"streamStallTimeoutMs": round(args.stall_timeout * 1000)})
+    setup = load_model_setup(agent_dir, env, settings)
     for warning in setup.warnings:
         warn(warning)
     flags_model, thinking, flag_warnings = resolve_flags_model(args, setup.models)

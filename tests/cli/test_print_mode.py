@@ -8,6 +8,7 @@ loopback server in the test's own Trio loop while the command runs.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -405,3 +406,119 @@ async def test_a_dropped_connection_exits_1_with_the_error(place: Place) -> None
         code, out, err = await print_mode(runtime, "text", "hi")
     assert (code, out) == (1, "")
     assert err.startswith("Connection lost")
+
+
+# --------------------------------------------------------------------------- session files
+
+
+async def test_cli_refuses_a_text_file_as_a_session_and_leaves_it_alone(place: Place) -> None:
+    """--session on a one-line text file without a newline: one line naming it, exit 1, the
+    file byte-identical."""
+    notes = place.cwd / "notes.txt"
+    notes.write_bytes(b"remember the milk")
+    done = await place.cli("--provider", "faux", "--session", "./notes.txt", "-p", "hi")
+    assert (done.returncode, done.stdout) == (1, b"")
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and "notes.txt" in lines[0], done.stderr
+    assert b"Traceback" not in done.stderr
+    assert notes.read_bytes() == b"remember the milk"
+
+
+async def test_cli_refuses_a_binary_blob_as_a_session(place: Place) -> None:
+    """A binary file without a newline is refused the same way and not modified."""
+    blob = place.cwd / "blob.jsonl"
+    data = bytes(range(256)) * 4
+    blob.write_bytes(data)
+    done = await place.cli("--provider", "faux", "--session", str(blob), "-p", "hi")
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert len(done.stderr.splitlines()) == 1 and b"blob.jsonl" in done.stderr
+    assert blob.read_bytes() == data
+
+
+async def test_cli_reports_a_session_locked_by_another_process(place: Place) -> None:
+    """A session file another process writes: one line naming the file and its pid, exit 1."""
+    first = await place.cli("--provider", "faux", "-p", "hello")
+    assert first.returncode == 0, first.stderr
+    [path] = place.session_files()
+    before = path.read_bytes()
+    holder = (
+        "import sys, time\n"
+        "from pitrio.sessions import SessionManager\n"
+        "from pitrio.providers import UserMessage\n"
+        "m = SessionManager.open(sys.argv[1])\n"
+        "m.append_message(UserMessage(content='held', timestamp=0))\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    async with trio.open_nursery() as nursery:
+        process = await nursery.start(
+            functools.partial(
+                trio.run_process,
+                [sys.executable, "-c", holder, str(path)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=place.env(),
+            )
+        )
+        assert process.stdout is not None and process.stdin is not None
+        with trio.fail_after(CLI_GUARD_S):
+            assert (await process.stdout.receive_some()).startswith(b"locked")
+        done = await place.cli("--provider", "faux", "--session", str(path), "-p", "again")
+        await process.stdin.aclose()
+    assert (done.returncode, done.stdout) == (1, b"")
+    stderr = done.stderr.decode()
+    assert len(stderr.splitlines()) == 1 and str(path) in stderr, stderr
+    assert f"pid {process.pid}" in stderr
+    assert b"again" not in path.read_bytes()
+    assert path.read_bytes().startswith(before)
+
+
+# --------------------------------------------------------------------------- stall timeout
+
+
+async def test_stall_timeout_flag_ends_a_silent_response(
+    place: Place, autojump_clock: trio.testing.MockClock
+) -> None:
+    """--stall-timeout 5: a server that sends its headers and then nothing fails after 5 s."""
+    body = text_stream(REPLY_FROM_SERVER)
+    async with serve(sse_handler(body, hang_after=0)) as server:
+        place.local_provider(server)
+        place.settings({"retry": {"enabled": False}})
+        runtime = place.runtime("--no-session", "--stall-timeout", "5")
+        start = trio.current_time()
+        code, out, err = await print_mode(runtime, "text", "hi")
+        waited = trio.current_time() - start
+    assert (code, out) == (1, "")
+    assert "stalled" in err.lower()
+    assert 5 <= waited < 6
+
+
+async def test_stall_timeout_setting_applies_and_the_flag_wins(
+    place: Place, autojump_clock: trio.testing.MockClock
+) -> None:
+    """streamStallTimeoutMs sets the stall timeout; --stall-timeout overrides it."""
+    body = text_stream(REPLY_FROM_SERVER)
+    async with serve(sse_handler(body, hang_after=0)) as server:
+        place.local_provider(server)
+        place.settings({"retry": {"enabled": False}, "streamStallTimeoutMs": 2000})
+        waited = []
+        for argv in (("--no-session",), ("--no-session", "--stall-timeout", "9")):
+            runtime = place.runtime(*argv)
+            start = trio.current_time()
+            code, _, err = await print_mode(runtime, "text", "hi")
+            waited.append(trio.current_time() - start)
+            assert code == 1 and "stalled" in err.lower()
+    assert 2 <= waited[0] < 3
+    assert 9 <= waited[1] < 10
+
+
+async def test_cli_warns_about_wrongly_typed_settings(place: Place) -> None:
+    """settings.json with wrong types: one warning per key on stderr, the run goes on."""
+    place.settings({"retry": "yes", "compaction": {"reserveTokens": "x"}})
+    done = await place.cli("--provider", "faux", "--no-session", "-p", "hi")
+    assert (done.returncode, done.stdout) == (0, b"You said: hi\n")
+    warnings = sorted(done.stderr.decode().splitlines())
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("Warning: Invalid setting compaction.reserveTokens in ")
+    assert warnings[1].startswith("Warning: Invalid setting retry in ")
+    assert 'expected an object, got "yes"' in warnings[1]
