@@ -25,7 +25,9 @@ keys of the same object keep their values. pi ignores such values without a word
 Writes (``set_*``) go to the global file. Like pi, a write re-reads the file and replaces only
 the keys this process changed, so a concurrent edit of another key survives; the new text is
 written to a temporary file and renamed over the old one, so a crash never leaves half a file.
-Settings files are a few hundred bytes: they are read and written synchronously.
+The ``set_*`` methods write synchronously (scripts, tests, the CLI before Trio starts); inside
+a Trio run use their ``aset_*`` twins, which change the settings at once and do the file work
+in a worker thread under the shared :func:`~pitrio.sessions.file_limiter`, one save at a time.
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ from typing import Any, Final, Literal, Protocol, TypeAlias
 
 import attrs
 import orjson
+import trio
 
 from pitrio._exceptions import PitrioError
+from pitrio.sessions._files import run_file_work
 from pitrio.sessions._paths import CONFIG_DIR_NAME
 from pitrio.sessions._paths import agent_dir as default_agent_dir
 
@@ -453,6 +457,7 @@ class SettingsManager:
         self._unwritable: set[SettingsScope] = {e.scope for e in errors or ()}
         self._modified: dict[str, set[str] | None] = {}
         self._overrides: dict[str, Any] = {}
+        self._save_lock = trio.Lock()  # one asynchronous save at a time
         self._merged = self._merge()
 
     # ------------------------------------------------------------------ construction
@@ -579,6 +584,19 @@ class SettingsManager:
 
         ``value`` ``None`` removes the key.
         """
+        self._change(key, value, nested)
+        self._save_global()
+
+    async def aset_global(self, key: str, value: Any, nested: str | None = None) -> None:
+        """:meth:`set_global` with the file work in a worker thread (see the module docstring).
+
+        The new value is visible to the getters before this returns control to the caller's
+        first checkpoint; a cancelled caller still gets its save finished.
+        """
+        self._change(key, value, nested)
+        await self._asave_global()
+
+    def _change(self, key: str, value: Any, nested: str | None) -> None:
         if nested is None:
             if value is None:
                 self._global.pop(key, None)
@@ -599,40 +617,38 @@ class SettingsManager:
             elif (fields := self._modified[key]) is not None:  # None: the whole key is marked
                 fields.add(nested)
         self._merged = self._merge()
-        self._save_global()
+
+    def _pending(self) -> tuple[dict[str, set[str] | None], dict[str, Any]] | None:
+        """What a save must write, copied so that a worker thread can use it alone."""
+        if "global" in self._unwritable:
+            return None  # never overwrite a file we could not parse
+        modified = {k: None if v is None else set(v) for k, v in self._modified.items()}
+        values = {key: copy.deepcopy(self._global.get(key)) for key in modified}
+        return modified, values
+
+    def _saved(self, modified: Mapping[str, set[str] | None], outcome: _SaveOutcome) -> None:
+        """Record the outcome of a save of ``modified`` (in the caller's thread)."""
+        if outcome.error is not None:
+            self._errors.append(outcome.error)
+            if outcome.unreadable:
+                self._unwritable.add("global")
+            return
+        for key, nested in modified.items():
+            # A key changed again while the save ran stays marked for the next save.
+            if key in self._modified and self._modified[key] == nested:
+                del self._modified[key]
 
     def _save_global(self) -> None:
-        if "global" in self._unwritable:
-            return  # never overwrite a file we could not parse
-        try:
-            current = _load(self._storage, "global")
-        except SettingsFileError as exc:
-            self._errors.append(exc)
-            self._unwritable.add("global")
-            return
-        merged = dict(current)
-        for key, nested in self._modified.items():
-            value = self._global.get(key)
-            if nested is not None and isinstance(value, dict):
-                base = current.get(key)
-                section = dict(base) if isinstance(base, dict) else {}
-                for name in nested:
-                    if name in value:
-                        section[name] = value[name]
-                    else:
-                        section.pop(name, None)
-                merged[key] = section
-            elif value is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = value
-        try:
-            self._storage.write("global", _dump(merged))
-        except OSError as exc:
-            where = self._storage.describe("global")
-            self._errors.append(SettingsFileError(where, "global", f"could not write: {exc}"))
-            return
-        self._modified.clear()
+        pending = self._pending()
+        if pending is not None:
+            self._saved(pending[0], _write_global(self._storage, *pending))
+
+    async def _asave_global(self) -> None:
+        async with self._save_lock:
+            pending = self._pending()
+            if pending is not None:
+                error = await run_file_work(_write_global, self._storage, *pending)
+                self._saved(pending[0], error)
 
     # ------------------------------------------------------------------ typed getters
 
@@ -741,6 +757,78 @@ class SettingsManager:
     def set_retry_enabled(self, enabled: bool) -> None:
         """Turn auto-retry on or off."""
         self.set_global("retry", enabled, nested="enabled")
+
+    # ------------------------------------------------------------------ async twins (in Trio)
+
+    async def aset_default_model_and_provider(self, provider: str, model_id: str) -> None:
+        """:meth:`set_default_model_and_provider`, saved in a worker thread."""
+        self._global["defaultProvider"] = provider
+        self._modified["defaultProvider"] = None
+        await self.aset_global("defaultModel", model_id)
+
+    async def aset_default_thinking_level(self, level: str) -> None:
+        """:meth:`set_default_thinking_level`, saved in a worker thread."""
+        await self.aset_global("defaultThinkingLevel", level)
+
+    async def aset_steering_mode(self, mode: QueueMode) -> None:
+        """:meth:`set_steering_mode`, saved in a worker thread."""
+        await self.aset_global("steeringMode", mode)
+
+    async def aset_follow_up_mode(self, mode: QueueMode) -> None:
+        """:meth:`set_follow_up_mode`, saved in a worker thread."""
+        await self.aset_global("followUpMode", mode)
+
+    async def aset_compaction_enabled(self, enabled: bool) -> None:
+        """:meth:`set_compaction_enabled`, saved in a worker thread."""
+        await self.aset_global("compaction", enabled, nested="enabled")
+
+    async def aset_retry_enabled(self, enabled: bool) -> None:
+        """:meth:`set_retry_enabled`, saved in a worker thread."""
+        await self.aset_global("retry", enabled, nested="enabled")
+
+
+@attrs.frozen
+class _SaveOutcome:
+    error: SettingsFileError | None = None
+    unreadable: bool = False
+    """The file on disk could not be parsed: never write it."""
+
+
+def _write_global(
+    storage: SettingsStorage,
+    modified: Mapping[str, set[str] | None],
+    values: Mapping[str, Any],
+) -> _SaveOutcome:
+    """Merge the ``modified`` keys (their new ``values``) into the global document on disk.
+
+    Pure file work on its arguments, so it may run in a worker thread.
+    """
+    try:
+        current = _load(storage, "global")
+    except SettingsFileError as exc:
+        return _SaveOutcome(exc, unreadable=True)
+    merged = dict(current)
+    for key, nested in modified.items():
+        value = values.get(key)
+        if nested is not None and isinstance(value, dict):
+            base = current.get(key)
+            section = dict(base) if isinstance(base, dict) else {}
+            for name in nested:
+                if name in value:
+                    section[name] = value[name]
+                else:
+                    section.pop(name, None)
+            merged[key] = section
+        elif value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    try:
+        storage.write("global", _dump(merged))
+    except OSError as exc:
+        where = storage.describe("global")
+        return _SaveOutcome(SettingsFileError(where, "global", f"could not write: {exc}"))
+    return _SaveOutcome()
 
 
 def _load(storage: SettingsStorage, scope: SettingsScope) -> dict[str, Any]:

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
-from pitrio.sessions import AGENT_DIR_ENV
+from pitrio.sessions import AGENT_DIR_ENV, file_limiter
 from pitrio.sessions._settings import (
     CompactionSettings,
     ProviderRetrySettings,
@@ -295,3 +297,50 @@ def test_well_typed_settings_give_no_warning(dirs: tuple[Path, Path]) -> None:
     settings = SettingsManager.create(dirs[1], dirs[0])
     assert settings.drain_errors() == []
     assert settings.stream_stall_timeout_ms == 30_000
+
+
+async def test_async_setters_save_through_the_shared_file_limiter(dirs: tuple[Path, Path]) -> None:
+    """aset_* changes the value at once and writes the file in a worker thread that waits for
+    the shared file limiter like every other blocking file operation."""
+    settings = SettingsManager.create(dirs[1], dirs[0])
+    limiter = file_limiter()
+    borrowers = [object() for _ in range(int(limiter.total_tokens))]
+    for borrower in borrowers:
+        limiter.acquire_on_behalf_of_nowait(borrower)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(settings.aset_retry_enabled, False)
+        await trio.testing.wait_all_tasks_blocked()
+        assert settings.retry_settings().enabled is False
+        assert not global_file(dirs).exists()  # the save waits for a free thread
+        for borrower in borrowers:
+            limiter.release_on_behalf_of(borrower)
+    assert read(global_file(dirs)) == {"retry": {"enabled": False}}
+
+
+async def test_concurrent_async_setters_all_reach_the_file(dirs: tuple[Path, Path]) -> None:
+    """Saves run one at a time; every key set concurrently ends up in the file."""
+    write(global_file(dirs), {"theme": "dark"})
+    settings = SettingsManager.create(dirs[1], dirs[0])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(settings.aset_steering_mode, "all")
+        nursery.start_soon(settings.aset_compaction_enabled, False)
+        nursery.start_soon(settings.aset_default_model_and_provider, "openai", "gpt-4o")
+    assert read(global_file(dirs)) == {
+        "theme": "dark",
+        "steeringMode": "all",
+        "compaction": {"enabled": False},
+        "defaultProvider": "openai",
+        "defaultModel": "gpt-4o",
+    }
+    assert settings.drain_errors() == []
+
+
+async def test_an_async_save_never_overwrites_an_unreadable_file(dirs: tuple[Path, Path]) -> None:
+    """A global file broken after loading is reported and left as it is by an async save."""
+    settings = SettingsManager.create(dirs[1], dirs[0])
+    write(global_file(dirs), "{broken")
+    await settings.aset_follow_up_mode("all")
+    assert global_file(dirs).read_text() == "{broken"
+    [error] = settings.drain_errors()
+    assert isinstance(error, SettingsFileError)
+    assert settings.follow_up_mode == "all"
