@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import storage_directory
 
 from pitrio.providers._json_parse import (
     parse_json_with_repair,
@@ -89,3 +91,5 @@ def test_hypothesis_runs_without_a_deadline_and_saves_nothing_in_the_checkout() 
     # replays that timing failure on every later run.
     assert settings().deadline is None
     assert settings().database is None
+    checkout = Path(__file__).resolve().parents[2]
+    assert not storage_directory().resolve().is_relative_to(checkout)
