@@ -29,8 +29,8 @@
           +-- ToolNotFound (also LookupError)
           +-- ToolArgumentsInvalid (also ValueError)  arguments fail the JSON schema
           +-- ToolSchemaInvalid (also ValueError)     a tool's own schema is not valid
-          +-- FileToolError                           pitrio.tools.builtin: a file tool failed (path, code)
-          +-- BashExecutionError                      pitrio.tools.builtin: a command failed (exit_code, timed_out)
+          +-- FileToolError                           a file tool failed (path, code)
+          +-- BashExecutionError                      a bash command failed (exit_code, timed_out)
 
 Provider *failures* (HTTP errors, dropped connections, aborts) are not exceptions: they end a
 stream with an ``error`` event whose message carries ``stop_reason`` and ``error_message``.
@@ -47,3 +47,15 @@ class PitrioError(Exception):
 
 class UsageError(PitrioError, RuntimeError):
     """The caller used an API in a way it does not allow (e.g. prompting a busy agent)."""
+
+
+def unwrap_group(exc: BaseException) -> BaseException:
+    """Return the one exception inside nested single-member exception groups, else ``exc``.
+
+    Trio wraps whatever escapes a nursery in an ``ExceptionGroup``; a failure in a provider, a
+    hook or a tool should read as itself ("converter exploded"), not as "Exceptions from Trio
+    nursery (1 sub-exception)". A group of several is kept as it is.
+    """
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

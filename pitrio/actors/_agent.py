@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, NoReturn, Self
+from typing import Any, Final, Literal, NoReturn, Self
 
 import attrs
 import structlog
 import trio
 
-from pitrio._exceptions import UsageError
+from pitrio._exceptions import UsageError, unwrap_group
 from pitrio.actors._events import (
     AgentEndEvent,
     AgentEvent,
@@ -56,6 +56,7 @@ from pitrio.channels import (
     Broadcast,
     Mailbox,
     MailboxMode,
+    Reply,
     SlowSubscriberPolicy,
     Subscription,
     open_body_nursery,
@@ -85,7 +86,15 @@ STEERING_BUFFER: Final = 64
 FOLLOW_UP_BUFFER: Final = 64
 """Follow-up messages that may wait for the end of the run."""
 CLOSE_GRACE: Final = 5.0
-"""Seconds an aborted run gets to emit its last events when the agent closes."""
+"""Seconds a closing agent (or a cancelled ``prompt()``) waits for an aborted run to end."""
+ABORT_EPILOGUE_GRACE: Final = 0.05
+"""Seconds an aborted run's epilogue may take to emit its closing events. Delivery to
+synchronous subscribers and buffered iterators takes microseconds and never waits on a clock;
+the bound only cuts off a subscriber that stalls again after the abort, so that abort reaches
+quiet in well under 100 ms whatever the subscribers do."""
+AGENT_INBOX: Final = 16
+"""Commands (prompt, continue) waiting for the agent's task. Each is executed at once (a run is
+started, or the busy policy answers), so the inbox only fills if 16 callers race in one tick."""
 
 ALREADY_PROCESSING: Final = (
     "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
@@ -101,10 +110,33 @@ FROM_ASSISTANT: Final = "Cannot continue from message role: assistant"
 Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
 
 
-@attrs.frozen
+BusyPolicy = Literal["reject", "steer", "follow_up", "interrupt"]
+"""What a prompt does when it arrives while a run is in progress: ``"reject"`` raises pi's
+"already processing" error (the default), ``"steer"`` / ``"follow_up"`` queue it, and
+``"interrupt"`` aborts the run and then starts the new prompt."""
+
+
+@attrs.define(eq=False)
 class _Run:
+    """One run: its controller, its cancel scope (abort cancels it) and its end."""
+
     controller: LoopController
-    done: trio.Event
+    prompts: list[AgentMessage] | None
+    scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
+    done: trio.Event = attrs.Factory(trio.Event)
+
+
+@attrs.define(eq=False)
+class _StartRun:
+    """The command behind :meth:`Agent.prompt` and :meth:`Agent.continue_` (pi's ``prompt`` and
+    ``continue`` RPC commands): start a run, or apply the busy policy."""
+
+    prompts: list[AgentMessage] | None
+    skip_initial_steering_poll: bool
+    policy: BusyPolicy
+    reply: Reply[_Run | None] = attrs.Factory(lambda: Reply[_Run | None]())
+    abandoned: bool = False
+    """Set when the caller stopped waiting before the command was executed."""
 
 
 class Agent:
@@ -131,6 +163,20 @@ class Agent:
             remaining calls (default, seed s.6.5); ``False`` runs them all (pi 0.73.1).
         before_tool_call, after_tool_call, should_stop_after_turn: pi 0.73.1's hooks.
         registry: the provider registry for the default ``stream_fn``.
+        busy_policy: what :meth:`prompt` does during a run (:data:`BusyPolicy`; default
+            ``"reject"``, as pi).
+        record_event: a synchronous observer called with every event after the state was
+            updated and before any subscriber sees it, also for the closing events of an
+            aborted run whose delivery a stalled subscriber cut off. An AgentSession records
+            session entries here, so an entry is persisted before anyone sees its event.
+
+    Actors and tasks: :meth:`run` opens the agent's nursery and serves its command inbox
+    (``AGENT_INBOX`` commands); each run is a child task of that nursery, inside the run's own
+    cancel scope. :meth:`prompt` and :meth:`continue_` send a command and wait for the run it
+    starts; :meth:`abort` cancels the run's scope; :meth:`steer` and :meth:`follow_up` put into
+    the mailboxes, whose arrival notification closes a running tool batch's intake. The
+    transcript is written only by the run in progress (through the event reducer) or, between
+    runs, by the mutators.
     """
 
     def __init__(
@@ -158,6 +204,8 @@ class Agent:
         after_tool_call: AfterToolCall | None = None,
         should_stop_after_turn: ShouldStopAfterTurn | None = None,
         registry: ProviderRegistry | None = None,
+        busy_policy: BusyPolicy = "reject",
+        record_event: Callable[[AgentEvent], None] | None = None,
     ) -> None:
         self._model = model
         self._system_prompt = system_prompt
@@ -188,7 +236,10 @@ class Agent:
         self._steering: Mailbox[AgentMessage] = Mailbox(steering_mode, max_size=STEERING_BUFFER)
         self._follow_up: Mailbox[AgentMessage] = Mailbox(follow_up_mode, max_size=FOLLOW_UP_BUFFER)
         self._bus: Broadcast[AgentEvent] = Broadcast()
+        self.busy_policy: BusyPolicy = busy_policy
+        self.record_event = record_event
         self._run: _Run | None = None
+        self._inbox: trio.MemorySendChannel[_StartRun] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
         self._stream_message: StreamingMessage | None = None
@@ -201,16 +252,77 @@ class Agent:
         self, *, task_status: trio.TaskStatus[Self] = trio.TASK_STATUS_IGNORED
     ) -> NoReturn:
         """Serve the agent until cancelled: ``agent = await nursery.start(agent.run)``."""
+        send, receive = trio.open_memory_channel[_StartRun](AGENT_INBOX)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                self._inbox = send
                 task_status.started(self)
-                await trio.sleep_forever()
+                await self._serve(receive)
         finally:
+            self._inbox = None
             self._nursery = None
             self._closed = True
+            send.close()
+            for command in _drain_channel(receive):
+                command.reply.fail(UsageError("Agent is closed"))
+            receive.close()
+            self._steering.close()
+            self._follow_up.close()
             self._bus.close()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _serve(self, inbox: trio.MemoryReceiveChannel[_StartRun]) -> NoReturn:
+        """The agent's own task: execute commands one at a time, in arrival order."""
+        async for command in inbox:
+            if command.abandoned:
+                command.reply.set(None)
+                continue
+            try:
+                await self._start_run(command)
+            except Exception as exc:  # a caller mistake (UsageError): the sender raises it
+                command.reply.fail(exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _start_run(self, command: _StartRun) -> None:
+        current = self._run
+        if current is not None:
+            policy = command.policy
+            if policy == "interrupt":
+                current.scope.cancel()
+                await current.done.wait()  # the epilogue is bounded, so this is too
+            elif policy in ("steer", "follow_up") and command.prompts:
+                box = self._steering if policy == "steer" else self._follow_up
+                for message in command.prompts:
+                    box.put_nowait(message)
+                command.reply.set(None)
+                return
+            else:
+                raise UsageError(
+                    ALREADY_PROCESSING
+                    if command.prompts is not None
+                    else ALREADY_PROCESSING_CONTINUE
+                )
+        prompts = command.prompts
+        skip = command.skip_initial_steering_poll
+        if prompts is None:  # continue_
+            if not self._messages:
+                raise UsageError(NO_MESSAGES_TO_CONTINUE)
+            if isinstance(self._messages[-1], AssistantMessage):
+                prompts = self._steering.drain()
+                skip = bool(prompts)
+                if not prompts:
+                    prompts = self._follow_up.drain()
+                if not prompts:
+                    raise UsageError(FROM_ASSISTANT)
+        config = self._config(skip_initial_steering_poll=skip)
+        run = _Run(LoopController(config, self._messages, self._emit), prompts)
+        assert self._nursery is not None
+        self._run = run
+        self._stream_message = None
+        self._error = None
+        self._nursery.start_soon(self._drive, run)
+        command.reply.set(run)
 
     @property
     def state(self) -> AgentStateView:
@@ -365,7 +477,16 @@ class Agent:
             yield sub
 
     async def _emit(self, event: AgentEvent) -> None:
-        # Reduce state first (pi's processEvents), then deliver.
+        self._reduce(event)
+        await self._bus.publish(event)
+
+    async def _reduce_only(self, event: AgentEvent) -> None:
+        # An abort epilogue whose subscribers stalled past its bound: the state (and whoever
+        # records it) still sees every closing event; only the delivery is skipped.
+        self._reduce(event)
+
+    def _reduce(self, event: AgentEvent) -> None:
+        # Reduce state first (pi's processEvents), then record, then deliver.
         if isinstance(event, MessageUpdateEvent | MessageStartEvent):
             self._stream_message = event.message
         elif isinstance(event, MessageEndEvent):
@@ -381,7 +502,8 @@ class Agent:
                 self._error = message.error_message
         elif isinstance(event, AgentEndEvent):
             self._stream_message = None
-        await self._bus.publish(event)
+        if self.record_event is not None:
+            self.record_event(event)
 
     # ------------------------------------------------------------------ runs
 
@@ -389,14 +511,20 @@ class Agent:
         self,
         message: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
+        *,
+        busy_policy: BusyPolicy | None = None,
     ) -> None:
         """Run the agent on a new prompt; returns when the run (and its listeners) finished.
 
+        Cancelling the call aborts the run (it still emits its closing events).
+
+        Args:
+            busy_policy: overrides :attr:`busy_policy` for this call.
+
         Raises:
-            UsageError: a run is in progress, or no model is configured.
+            UsageError: a run is in progress (policy ``"reject"``), no model is configured, or
+                the agent is not running.
         """
-        if self._run is not None:
-            raise UsageError(ALREADY_PROCESSING)
         if isinstance(message, str):
             content: list[TextContent | ImageContent] = [TextContent(text=message)]
             content.extend(images or ())
@@ -407,7 +535,8 @@ class Agent:
             prompts = [message]
         else:
             prompts = list(message)
-        await self._execute(prompts, skip_initial_steering_poll=False)
+        policy = busy_policy if busy_policy is not None else self.busy_policy
+        await self._command(_StartRun(prompts, False, policy))
 
     async def continue_(self) -> None:
         """Continue from the transcript (retries, queued messages).
@@ -419,27 +548,47 @@ class Agent:
             UsageError: a run is in progress, the transcript is empty, or it ends with an
                 assistant message and nothing is queued.
         """
-        if self._run is not None:
-            raise UsageError(ALREADY_PROCESSING_CONTINUE)
-        if not self._messages:
-            raise UsageError(NO_MESSAGES_TO_CONTINUE)
-        if isinstance(self._messages[-1], AssistantMessage):
-            steering = self._steering.drain()
-            if steering:
-                await self._execute(steering, skip_initial_steering_poll=True)
-                return
-            follow_ups = self._follow_up.drain()
-            if follow_ups:
-                await self._execute(follow_ups, skip_initial_steering_poll=False)
-                return
-            raise UsageError(FROM_ASSISTANT)
-        await self._execute(None, skip_initial_steering_poll=False)
+        await self._command(_StartRun(None, False, "reject"))
+
+    async def _command(self, command: _StartRun) -> None:
+        """Send a run command to the agent's inbox and wait for the run it starts to end."""
+        inbox = self._inbox
+        if inbox is None:
+            raise UsageError(
+                "Agent is not running: use `async with open_agent(...)` or "
+                "`await nursery.start(agent.run)` first"
+                if not self._closed
+                else "Agent is closed"
+            )
+        try:
+            await inbox.send(command)
+            run = await command.reply.wait()
+            if run is not None:
+                await run.done.wait()
+        except trio.Cancelled:
+            # The caller gave up waiting: abort the run it asked for, and give the run its
+            # bounded epilogue so that the transcript is whole when the cancellation lands.
+            command.abandoned = True
+            if command.reply.is_set:
+                try:
+                    run = command.reply.value_nowait()
+                except Exception:
+                    run = None
+                if run is not None:
+                    run.scope.cancel()
+                    with trio.move_on_after(CLOSE_GRACE, shield=True):
+                        await run.done.wait()
+            raise
+        except trio.BrokenResourceError:
+            raise UsageError("Agent is closed") from None
 
     def abort(self) -> None:
-        """Abort the current run, if any: the LLM call ends ``"aborted"``, tools are cancelled,
-        ``turn_end`` and ``agent_end`` are still emitted."""
+        """Abort the current run, if any: its cancel scope is cancelled, so the LLM call, the
+        tools, the hooks and the subscribers it waits on all stop; the run then emits its
+        closing events (``aborted`` message, error tool results, ``turn_end``, ``agent_end``)
+        within ``ABORT_EPILOGUE_GRACE``."""
         if self._run is not None:
-            self._run.controller.abort()
+            self._run.scope.cancel()
 
     async def wait_for_idle(self) -> None:
         """Return when no run is in progress (after ``agent_end`` listeners finished)."""
@@ -481,46 +630,39 @@ class Agent:
             should_stop_after_turn=self.should_stop_after_turn,
         )
 
-    async def _execute(
-        self, prompts: list[AgentMessage] | None, *, skip_initial_steering_poll: bool
-    ) -> None:
-        nursery = self._nursery
-        if nursery is None:
-            raise UsageError(
-                "Agent is not running: use `async with open_agent(...)` or "
-                "`await nursery.start(agent.run)` first"
-                if not self._closed
-                else "Agent is closed"
-            )
-        config = self._config(skip_initial_steering_poll=skip_initial_steering_poll)
-        controller = LoopController(config, self._messages, self._emit)
-        run = _Run(controller, trio.Event())
-        self._run = run
-        self._stream_message = None
-        self._error = None
-        nursery.start_soon(self._drive, run, prompts)
-        try:
-            await run.done.wait()
-        except trio.Cancelled:
-            # The caller gave up waiting: abort the run, which winds down in our nursery.
-            controller.abort()
-            raise
-
-    async def _drive(self, run: _Run, prompts: list[AgentMessage] | None) -> None:
+    async def _drive(self, run: _Run) -> None:
+        """The run's task: the loop inside the run's cancel scope, then the abort epilogue."""
         controller = run.controller
         try:
-            await controller.run(prompts)
-        except Exception as exc:
-            await self._fail_run(exc, aborted=controller.aborted)
+            try:
+                with run.scope:
+                    try:
+                        await controller.run(run.prompts)
+                    except Exception as exc:
+                        # A failing hook, provider or stream_fn: reads as itself, not as the
+                        # nursery's group wrapper.
+                        await self._fail_run(controller, unwrap_group(exc), run.scope)
+            except Exception as exc:  # left over after the scope took its own Cancelled
+                await self._fail_run(controller, unwrap_group(exc), run.scope)
+            if run.scope.cancel_called and not controller.ended:
+                with trio.move_on_after(ABORT_EPILOGUE_GRACE, shield=True):
+                    await controller.close_aborted()
+                if not controller.ended:
+                    # A subscriber stalled past the bound: finish the transcript undelivered.
+                    with trio.CancelScope(shield=True):
+                        await controller.close_aborted(emit=self._reduce_only)
         finally:
             self._stream_message = None
             self._pending_tool_calls = frozenset()
             self._run = None
             run.done.set()
 
-    async def _fail_run(self, exc: Exception, *, aborted: bool) -> None:
+    async def _fail_run(
+        self, controller: LoopController, exc: BaseException, scope: trio.CancelScope
+    ) -> None:
         # pi's handleRunFailure: a synthetic assistant message closes the transcript.
         log.warning("agent_run_failed", error=str(exc), exc_info=exc)
+        controller.ended = True
         model = self._model
         failure = AssistantMessage(
             content=[TextContent(text="")],
@@ -528,13 +670,20 @@ class Agent:
             provider=model.provider if model else "unknown",
             model=model.id if model else "unknown",
             usage=EMPTY_USAGE,
-            stop_reason="aborted" if aborted else "error",
+            stop_reason="aborted" if scope.cancel_called else "error",
             error_message=str(exc) or type(exc).__name__,
             timestamp=now_ms(),
         )
         self._messages.append(failure)
         self._error = failure.error_message
-        await self._emit(AgentEndEvent(messages=[failure]))
+        with trio.move_on_after(ABORT_EPILOGUE_GRACE, shield=scope.cancel_called):
+            await self._emit(AgentEndEvent(messages=[failure]))
+
+    @property
+    def queued_messages(self) -> tuple[list[AgentMessage], list[AgentMessage]]:
+        """The steering and follow-up messages still queued (also after the agent closed:
+        closing refuses new ones and hands these back)."""
+        return self._steering.peek_all(), self._follow_up.peek_all()
 
     async def aclose(self) -> None:
         """Abort any run and stop serving (the owner's nursery then cancels ``run``)."""
@@ -542,6 +691,15 @@ class Agent:
         self.abort()
         with trio.move_on_after(CLOSE_GRACE, shield=True):
             await self.wait_for_idle()
+
+
+def _drain_channel(receive: trio.MemoryReceiveChannel[_StartRun]) -> list[_StartRun]:
+    items: list[_StartRun] = []
+    while True:
+        try:
+            items.append(receive.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            return items
 
 
 @attrs.frozen

@@ -20,8 +20,9 @@ emits every event through ``emit``, which the Agent points at its state reducer 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import trio
@@ -46,6 +47,8 @@ from pitrio.actors._tool_runner import (
 )
 from pitrio.channels import Mailbox
 from pitrio.providers import (
+    ABORTED_MESSAGE,
+    EMPTY_USAGE,
     AssistantMessage,
     AssistantMessageEventStream,
     Context,
@@ -57,6 +60,7 @@ from pitrio.providers import (
     StreamOptions,
     Tool,
     ToolResultMessage,
+    now_ms,
 )
 from pitrio.tools import AgentTool
 
@@ -116,32 +120,37 @@ class LoopConfig:
 class LoopController:
     """Runs one agent run (a prompt or a continuation) to its ``agent_end``.
 
-    Resource handling: every ProviderStream and ToolRunner it starts lives in the nursery of
-    :meth:`run`. Abort (:meth:`abort`) stops the current LLM call (which then ends with
-    ``stopReason: "aborted"``) or cancels the running tools; either way ``turn_end`` and
-    ``agent_end`` are still emitted.
+    Resource handling: every ProviderStream and ToolRunner it starts lives in a nursery inside
+    :meth:`run`; nothing outlives it.
+
+    Cancellation: the Agent runs :meth:`run` inside the run's cancel scope, so an abort cancels
+    whatever the run is waiting on (the LLM call, a tool, a hook, a subscriber). The controller
+    records where it is before every event it emits; :meth:`close_aborted`, called by the Agent
+    under a shielded, bounded scope, then emits exactly the events that are still owed (an
+    ``aborted`` assistant message, error results for the batch's tool calls, ``turn_end``,
+    ``agent_end``) in pi's order, and the transcript stays valid.
     """
 
     def __init__(self, config: LoopConfig, messages: Sequence[AgentMessage], emit: Emit) -> None:
         self._config = config
         self._messages: list[AgentMessage] = list(messages)
         self._emit = emit
-        self._aborted = False
-        self._stream: AssistantMessageEventStream | None = None
-        self._runner: ToolRunner | None = None
         self.new_messages: list[AgentMessage] = []
-
-    @property
-    def aborted(self) -> bool:
-        return self._aborted
-
-    def abort(self) -> None:
-        """Stop the run at its current step; the run still ends with turn_end and agent_end."""
-        self._aborted = True
-        if self._stream is not None:
-            self._stream.abort()
-        if self._runner is not None:
-            self._runner.abort()
+        # Where the run is, for close_aborted. Each is updated *before* the event it stands
+        # for is emitted, so an event whose delivery was interrupted is never emitted twice.
+        self._agent_started = False
+        self._turn_open = False
+        self._unsent: deque[AgentMessage] = deque()  # drained from a queue, not yet emitted
+        self._half_sent: AgentMessage | None = None  # message_start out, message_end not
+        self._call: Literal["idle", "context", "streaming", "final", "ended"] = "idle"
+        self._stream: AssistantMessageEventStream | None = None
+        self._assistant_started = False
+        self._assistant: AssistantMessage | None = None
+        self._runner: ToolRunner | None = None
+        self._tool_results: list[ToolResultMessage] = []
+        self._continues = False  # after turn_end: whether the loop would call the LLM again
+        self.ended = False
+        """Whether ``agent_end`` (or the run's failure) was emitted."""
 
     async def run(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
         """Run the loop; ``prompts=None`` continues from the transcript. Returns new messages."""
@@ -151,38 +160,47 @@ class LoopController:
                 raise RuntimeError(NO_MESSAGES)
             if isinstance(self._messages[-1], AssistantMessage):
                 raise RuntimeError(FROM_ASSISTANT)
+        self._unsent.extend(prompts or ())
+        self._agent_started = True
         await emit(AgentStartEvent())
+        self._turn_open = True
         await emit(TurnStartEvent())
-        for prompt in prompts or ():
-            self._messages.append(prompt)
-            self.new_messages.append(prompt)
-            await emit(MessageStartEvent(message=prompt))
-            await emit(MessageEndEvent(message=prompt))
+        await self._send_unsent()
         await self._loop()
         return self.new_messages
+
+    async def _send_unsent(self) -> None:
+        """Emit message_start/end for the queued user messages and add them to the transcript."""
+        unsent = self._unsent
+        emit = self._emit
+        while unsent:
+            message = unsent.popleft()
+            self._messages.append(message)
+            self.new_messages.append(message)
+            self._half_sent = message
+            await emit(MessageStartEvent(message=message))
+            self._half_sent = None
+            await emit(MessageEndEvent(message=message))
 
     async def _loop(self) -> None:
         config = self._config
         emit = self._emit
         first_turn = True
-        pending = self._drain(config.steering, skip=config.skip_initial_steering_poll)
+        self._drain(config.steering, skip=config.skip_initial_steering_poll)
         while True:
             more_tool_calls = True
-            while more_tool_calls or pending:
+            while more_tool_calls or self._unsent:
                 if first_turn:
                     first_turn = False
                 else:
+                    self._turn_open = True
                     await emit(TurnStartEvent())
-                for message in pending:
-                    await emit(MessageStartEvent(message=message))
-                    await emit(MessageEndEvent(message=message))
-                    self._messages.append(message)
-                    self.new_messages.append(message)
-                pending = []
+                await self._send_unsent()
                 message = await self._stream_assistant()
-                self.new_messages.append(message)
                 if message.stop_reason in ("error", "aborted"):
+                    self._turn_open = False
                     await emit(TurnEndEvent(message=message, tool_results=()))
+                    self.ended = True
                     await emit(AgentEndEvent(messages=self.new_messages))
                     return
                 tool_calls = message.tool_calls()
@@ -191,8 +209,9 @@ class LoopController:
                 if tool_calls:
                     tool_results, terminate = await self._run_tools(message, tool_calls)
                     more_tool_calls = not terminate
-                    self._messages.extend(tool_results)
-                    self.new_messages.extend(tool_results)
+                self._turn_open = False
+                self._continues = more_tool_calls
+                self._call = "idle"
                 await emit(TurnEndEvent(message=message, tool_results=tool_results))
                 if config.should_stop_after_turn is not None:
                     context = ShouldStopAfterTurnContext(
@@ -202,20 +221,20 @@ class LoopController:
                         new_messages=self.new_messages,
                     )
                     if await maybe_await(config.should_stop_after_turn(context)):
+                        self.ended = True
                         await emit(AgentEndEvent(messages=self.new_messages))
                         return
-                pending = self._drain(config.steering)
-            follow_ups = self._drain(config.follow_up)
-            if not follow_ups:
+                self._drain(config.steering)
+            self._drain(config.follow_up)
+            if not self._unsent:
                 break
-            pending = follow_ups
+        self.ended = True
         await emit(AgentEndEvent(messages=self.new_messages))
 
-    @staticmethod
-    def _drain(box: Mailbox[AgentMessage] | None, *, skip: bool = False) -> list[AgentMessage]:
-        if box is None or skip:
-            return []
-        return box.drain()
+    def _drain(self, box: Mailbox[AgentMessage] | None, *, skip: bool = False) -> None:
+        # Straight into _unsent: a message taken from a queue is never lost to an abort.
+        if box is not None and not skip:
+            self._unsent.extend(box.drain())
 
     # ------------------------------------------------------------------ LLM call
 
@@ -234,38 +253,47 @@ class LoopController:
     async def _stream_assistant(self) -> AssistantMessage:
         config = self._config
         emit = self._emit
+        self._call = "context"
+        self._assistant_started = False
+        self._assistant = None
+        self._runner = None
+        self._tool_results = []
         context = await self._llm_context()
         options = config.options
         if config.get_api_key is not None:
             key = await maybe_await(config.get_api_key(config.model.provider))
             if key:
                 options = attrs.evolve(options, api_key=key)
-        added_partial = False
         async with trio.open_nursery() as nursery:
             stream = config.stream_fn(nursery, config.model, context, options)
             self._stream = stream
-            if self._aborted:
-                stream.abort()
+            self._call = "streaming"
             try:
                 async for event in stream:
                     if isinstance(event, StartEvent):
-                        added_partial = True
+                        self._assistant_started = True
                         await emit(MessageStartEvent(message=event.partial))
                     elif isinstance(event, DoneEvent | ErrorEvent):
                         final = event.message if isinstance(event, DoneEvent) else event.error
                         break
-                    elif added_partial:
+                    elif self._assistant_started:
                         await emit(
                             MessageUpdateEvent(assistant_message_event=event, message=event.partial)
                         )
                 else:
                     final = await stream.result()
             finally:
-                self._stream = None
-                await stream.aclose()
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+        self._stream = None
+        self._assistant = final
+        self._call = "final"
         self._messages.append(final)
-        if not added_partial:
+        self.new_messages.append(final)
+        if not self._assistant_started:
+            self._assistant_started = True
             await emit(MessageStartEvent(message=final))
+        self._call = "ended"
         await emit(MessageEndEvent(message=final))
         return final
 
@@ -274,6 +302,16 @@ class LoopController:
     async def _run_tools(
         self, message: AssistantMessage, tool_calls: Sequence[Any]
     ) -> tuple[list[ToolResultMessage], bool]:
+        runner = self._runner = self._tool_runner(message, tool_calls)
+        finalized, _steered = await runner.run_batch(tool_calls)
+        results = [item.message for item in finalized if item.message is not None]
+        self._messages.extend(results)
+        self.new_messages.extend(results)
+        self._tool_results = results
+        terminate = bool(finalized) and all(f.result.terminate is True for f in finalized)
+        return results, terminate
+
+    def _tool_runner(self, message: AssistantMessage, tool_calls: Sequence[Any]) -> ToolRunner:
         config = self._config
         mode = config.tool_execution
         if mode == "parallel":
@@ -283,7 +321,7 @@ class LoopController:
                 for c in tool_calls
             ):
                 mode = "sequential"  # one sequential tool serialises the batch (pi 0.73.1)
-        runner = ToolRunner(
+        return ToolRunner(
             assistant_message=message,
             tools=config.tools,
             messages=self._messages,
@@ -293,13 +331,104 @@ class LoopController:
             before_tool_call=config.before_tool_call,
             after_tool_call=config.after_tool_call,
         )
-        self._runner = runner
-        if self._aborted:
-            runner.abort()
-        try:
-            finalized, _steered = await runner.run_batch(tool_calls)
-        finally:
+
+    # ------------------------------------------------------------------ abort
+
+    async def close_aborted(self, *, emit: Emit | None = None) -> None:
+        """Emit what an aborted run still owes, from wherever it stopped (pi's order).
+
+        The LLM call in progress ends with an ``aborted`` message (the partial text it had, or
+        an empty one if the call had not started streaming); a tool batch gives every call its
+        result (``Tool execution was aborted`` where it did not finish); a turn that would
+        have been followed by another (tool results, queued messages) is followed by one whose
+        LLM call ends ``aborted`` at once, as pi's loop does with an aborted signal; then
+        ``turn_end`` and ``agent_end``. Nothing already emitted is emitted again.
+
+        The caller shields this call and bounds it in time: a subscriber that stalls again
+        here is cut off when the bound expires. Calling it again (with an ``emit`` that only
+        updates state) continues from where the first call stopped.
+        """
+        if self.ended:
+            return
+        if emit is not None:
+            self._emit = emit
+            if self._runner is not None:
+                self._runner.set_emit(emit)
+        emit = self._emit
+        if not self._agent_started:
+            self._agent_started = True
+            await emit(AgentStartEvent())
+            self._turn_open = True
+            await emit(TurnStartEvent())
+        if self._half_sent is not None:
+            message, self._half_sent = self._half_sent, None
+            await emit(MessageEndEvent(message=message))
+        if self._turn_open:
+            await self._send_unsent()
+            message = await self._close_call()
+            results: list[ToolResultMessage] = []
+            if message.stop_reason not in ("error", "aborted") and message.tool_calls():
+                runner = self._runner or self._tool_runner(message, message.tool_calls())
+                # (A batch that finished closed the turn without a checkpoint in between, so
+                # none of these results is in the transcript yet.)
+                results = await runner.close_aborted(message.tool_calls())
+                self._messages.extend(results)
+                self.new_messages.extend(results)
+                self._continues = True
+            else:
+                self._continues = False
+            self._turn_open = False
+            await emit(TurnEndEvent(message=message, tool_results=results))
+        if self._continues or self._unsent:
+            # The next turn's LLM call would see the aborted signal and end at once.
+            self._continues = False
+            self._turn_open = True
+            self._call = "context"
+            self._assistant = None
+            self._assistant_started = False
             self._runner = None
-        results = [item.message for item in finalized if item.message is not None]
-        terminate = bool(finalized) and all(f.result.terminate is True for f in finalized)
-        return results, terminate
+            await emit(TurnStartEvent())
+            await self._send_unsent()
+            message = await self._close_call()
+            self._turn_open = False
+            await emit(TurnEndEvent(message=message, tool_results=()))
+        self.ended = True
+        await emit(AgentEndEvent(messages=self.new_messages))
+
+    async def _close_call(self) -> AssistantMessage:
+        """End the current LLM call's message as ``aborted`` (or keep it, if it was complete)."""
+        emit = self._emit
+        if self._call in ("final", "ended") and self._assistant is not None:
+            message = self._assistant
+        else:
+            stream = self._stream
+            if self._call == "streaming" and stream is not None:
+                message = stream.finish_aborted()
+            else:
+                message = aborted_message(self._config.model)
+                self._assistant_started = False
+            self._stream = None
+            self._assistant = message
+            self._messages.append(message)
+            self.new_messages.append(message)
+        if not self._assistant_started:
+            self._assistant_started = True
+            await emit(MessageStartEvent(message=message))
+        if self._call != "ended":
+            self._call = "ended"
+            await emit(MessageEndEvent(message=message))
+        return message
+
+
+def aborted_message(model: Model) -> AssistantMessage:
+    """The message of an LLM call aborted before it streamed anything (pi-ai's wording)."""
+    return AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=EMPTY_USAGE,
+        stop_reason="aborted",
+        error_message=ABORTED_MESSAGE,
+        timestamp=now_ms(),
+    )

@@ -1,15 +1,22 @@
 """ToolRunner: executes one assistant message's tool calls (seed 002 s.6).
 
-The LoopController hands the runner the batch's tool calls one at a time through the runner's
-*intake*, a zero-buffer memory channel: a call is accepted only when the runner is ready to
-start it. Finished calls go back through the *results* channel. When a steering message is
-queued while a tool runs, the runner closes its intake after that tool finishes (seed s.6.5);
-the controller's next ``send`` then fails and every call not yet accepted comes back as an error
-result ``Skipped due to queued user message.`` That skip is channel-closing semantics, not a
-flag somebody polls.
+The runner takes the batch's calls one at a time from its *intake*, a zero-buffer memory
+channel fed by a small feeder task: a call counts as accepted only once the runner received it.
+When a steering message arrives while the batch runs, the steering mailbox notifies the runner
+synchronously (:meth:`~pitrio.channels.Mailbox.notify_on_arrival`) and the runner closes its
+intake: the running tool finishes, the runner's next receive finds the intake closed, and every
+call not yet accepted comes back as an error result ``Skipped due to queued user message.``
+(seed s.6.5). That skip is channel-closing semantics, not a flag somebody polls. The first call
+of a batch always runs (a message already queued when the batch starts closes the intake only
+after the first call was accepted), as pi checks for steering after each tool.
 
-Abort cancels the batch's scope: running tools are cancelled at their next checkpoint and
-return an error result; calls not yet started are skipped the same way.
+Results are collected in the runner's own per-call records, not sent through a channel, so a
+batch of any size runs without the two sides waiting on each other.
+
+Abort is the run's cancel scope (the Agent owns it): running tools and hooks are cancelled where
+they wait, and :meth:`ToolRunner.close_aborted`, called from the run's shielded epilogue, emits
+whatever events the batch still owes: ``tool_execution_end`` and the result message of every
+call, with ``Tool execution was aborted`` for those cancelled or never started.
 """
 
 from __future__ import annotations
@@ -42,9 +49,6 @@ UPDATE_BUFFER: Final = 64
 """Progress updates a tool may report ahead of the subscribers. ``on_update`` is synchronous, so
 a tool cannot be made to wait; updates are progress snapshots, so when a tool outpaces its
 subscribers the oldest pending ones are dropped (the newest always gets through)."""
-RESULTS_BUFFER: Final = 16
-"""Finished calls the runner may hand back before the controller collects them; the
-controller reads results as fast as they come, so this rarely fills."""
 
 ToolExecution: TypeAlias = Literal["sequential", "parallel"]
 Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
@@ -122,12 +126,29 @@ class _Prepared:
     args: dict[str, Any]
 
 
+@attrs.define(eq=False)
+class _Slot:
+    """One call of the batch and which of its events have gone out.
+
+    Each flag is set *before* its event is emitted, so an abort that interrupts the delivery
+    of an event never makes the epilogue emit it a second time.
+    """
+
+    call: ToolCall
+    accepted: bool = False
+    started: bool = False
+    finalized: Finalized | None = None
+    ended: bool = False
+    message_started: bool = False
+    message_ended: bool = False
+
+
 class ToolRunner:
     """Runs one batch of tool calls; started per batch by the LoopController.
 
-    Resource handling: owns its intake (receive side) and results (send side) and closes both
-    when it returns. Cancellation: cancelling the runner's scope cancels running tools; each
-    cancelled call still produces an error result before the runner returns.
+    Resource handling: the intake channel and the feeder task live inside :meth:`run_batch`;
+    nothing outlives it. Cancellation: the run's cancel scope cancels running tools and hooks;
+    the caller then runs :meth:`close_aborted` (shielded) to close the batch's events.
     """
 
     def __init__(
@@ -150,103 +171,101 @@ class ToolRunner:
         self._mode = mode
         self._before = before_tool_call
         self._after = after_tool_call
-        self.aborted = False
-        self._scopes: set[trio.CancelScope] = set()
+        self._slots: list[_Slot] = []
+        self.steered = False
+        """Whether a steering message closed the intake."""
 
     # ------------------------------------------------------------------ driver
 
     async def run_batch(self, tool_calls: Sequence[ToolCall]) -> tuple[list[Finalized], bool]:
         """Run ``tool_calls``; return the finalized calls in source order and whether a steering
         message closed the intake."""
-        intake_send, intake_receive = trio.open_memory_channel[ToolCall](0)
-        results_send, results_receive = trio.open_memory_channel[Finalized](RESULTS_BUFFER)
-        finished: list[Finalized] = []
-        steered = False
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._serve, intake_receive, results_send)
-            with intake_send:
-                for index, call in enumerate(tool_calls):
-                    try:
-                        await intake_send.send(call)
-                    except trio.BrokenResourceError:
-                        # The runner closed its intake: steering arrived or the batch aborted.
-                        steered = not self.aborted
-                        skipped = tool_calls[index:]
-                        break
-                else:
-                    skipped = ()
-            async with results_receive:
-                async for item in results_receive:
-                    finished.append(item)
+        slots = self._slots = [_Slot(call) for call in tool_calls]
+        intake_send, intake_receive = trio.open_memory_channel[_Slot](0)
+        unwatch: Callable[[], None] | None = None
+
+        def close_intake() -> None:
+            self.steered = True
+            intake_receive.close()
+
+        def accepted() -> None:
+            # Called once the first call was accepted: from now on a steering message closes
+            # the intake (a message already queued closes it at once).
+            nonlocal unwatch
+            steering = self._steering
+            if steering is not None and unwatch is None:
+                unwatch = steering.notify_on_arrival(close_intake)
+                if steering.has_items:
+                    close_intake()
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_feed, intake_send, slots)
+                with intake_receive:
+                    if self._mode == "sequential":
+                        await self._serve_sequential(intake_receive, accepted)
+                    else:
+                        await self._serve_parallel(intake_receive, accepted)
+        finally:
+            if unwatch is not None:
+                unwatch()
         if self._mode == "parallel":
-            order = {id(call): i for i, call in enumerate(tool_calls)}
-            finished.sort(key=lambda f: order[id(f.tool_call)])
-            for item in finished:
-                await self._emit_message(item)
-        for call in skipped:
-            finished.append(await self._skip(call))
-        return finished, steered
-
-    async def _serve(
-        self,
-        intake: trio.MemoryReceiveChannel[ToolCall],
-        results: trio.MemorySendChannel[Finalized],
-    ) -> None:
-        with intake, results:
-            if self._mode == "sequential":
-                await self._serve_sequential(intake, results)
-            else:
-                await self._serve_parallel(intake, results)
-
-    def _intake_should_close(self) -> bool:
-        return self.aborted or (self._steering is not None and self._steering.has_items)
+            for slot in slots:
+                if slot.finalized is not None:
+                    await self._emit_message(slot)
+        for slot in slots:
+            if not slot.accepted:
+                await self._skip(slot, SKIPPED_MESSAGE)
+        return [slot.finalized for slot in slots if slot.finalized is not None], self.steered
 
     async def _serve_sequential(
-        self,
-        intake: trio.MemoryReceiveChannel[ToolCall],
-        results: trio.MemorySendChannel[Finalized],
+        self, intake: trio.MemoryReceiveChannel[_Slot], accepted: Callable[[], None]
     ) -> None:
-        async for call in intake:
-            await self._emit(_start_event(call))
-            prepared = await self._prepare(call)
+        while True:
+            try:
+                slot = await intake.receive()
+            except (trio.ClosedResourceError, trio.EndOfChannel):
+                return  # every call was run, or a steering message closed the intake
+            slot.accepted = True
+            accepted()
+            slot.started = True
+            await self._emit(_start_event(slot.call))
+            prepared = await self._prepare(slot.call)
             if isinstance(prepared, Finalized):
-                finalized = prepared
+                slot.finalized = prepared
             else:
-                finalized = await self._finalize(prepared, *await self._execute(prepared))
-            await self._emit_end(finalized)
-            await self._emit_message(finalized)
-            await results.send(finalized)
-            if self._intake_should_close():
-                return  # closing the intake: the controller skips every call not yet sent
+                slot.finalized = await self._finalize(prepared, *await self._execute(prepared))
+            await self._emit_end(slot)
+            await self._emit_message(slot)
 
     async def _serve_parallel(
-        self,
-        intake: trio.MemoryReceiveChannel[ToolCall],
-        results: trio.MemorySendChannel[Finalized],
+        self, intake: trio.MemoryReceiveChannel[_Slot], accepted: Callable[[], None]
     ) -> None:
         # pi 0.73.1's parallel mode: preflight in source order, then execute concurrently;
         # tool_execution_end in completion order, result messages in source order.
-        prepared: list[_Prepared] = []
-        async for call in intake:
-            await self._emit(_start_event(call))
-            outcome = await self._prepare(call)
-            if isinstance(outcome, Finalized):
-                await self._emit_end(outcome)
-                await results.send(outcome)
-            else:
-                prepared.append(outcome)
-            if self._intake_should_close():
+        prepared: list[tuple[_Slot, _Prepared]] = []
+        while True:
+            try:
+                slot = await intake.receive()
+            except (trio.ClosedResourceError, trio.EndOfChannel):
                 break
+            slot.accepted = True
+            accepted()
+            slot.started = True
+            await self._emit(_start_event(slot.call))
+            outcome = await self._prepare(slot.call)
+            if isinstance(outcome, Finalized):
+                slot.finalized = outcome
+                await self._emit_end(slot)
+            else:
+                prepared.append((slot, outcome))
         async with trio.open_nursery() as nursery:
-            for item in prepared:
-                nursery.start_soon(self._run_one, item, results)
+            for slot, item in prepared:
+                nursery.start_soon(self._run_one, slot, item)
 
-    async def _run_one(
-        self, prepared: _Prepared, results: trio.MemorySendChannel[Finalized]
-    ) -> None:
-        finalized = await self._finalize(prepared, *await self._execute(prepared))
-        await self._emit_end(finalized)
-        await results.send(finalized)
+    async def _run_one(self, slot: _Slot, prepared: _Prepared) -> None:
+        slot.finalized = await self._finalize(prepared, *await self._execute(prepared))
+        await self._emit_end(slot)
 
     # ------------------------------------------------------------------ one call
 
@@ -271,8 +290,10 @@ class ToolRunner:
         return _Prepared(call, tool, args)
 
     async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
-        if self.aborted:  # aborted after this call was accepted but before it ran
-            return error_result(ABORTED_TOOL_MESSAGE), True
+        # An abort that landed between tool_execution_start and here stops the call before
+        # the tool's first line runs (a task started in a cancelled scope would run up to its
+        # first checkpoint).
+        await trio.lowlevel.checkpoint_if_cancelled()
         call = prepared.tool_call
         pending: deque[AgentToolResult] = deque(maxlen=UPDATE_BUFFER)
         wake = trio.Event()
@@ -291,31 +312,24 @@ class ToolRunner:
             finally:
                 wake.set()
 
-        with trio.CancelScope() as scope:
-            self._scopes.add(scope)
-            try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(run_tool)
-                    # Forward progress updates as events, in order, while the tool runs; the
-                    # end event waits until every update reported before it has been emitted.
-                    while True:
-                        await wake.wait()
-                        wake = trio.Event()
-                        while pending:
-                            await self._emit(
-                                ToolExecutionUpdateEvent(
-                                    tool_call_id=call.id,
-                                    tool_name=call.name,
-                                    args=call.arguments,
-                                    partial_result=pending.popleft(),
-                                )
-                            )
-                        if outcome:
-                            break
-            finally:
-                self._scopes.discard(scope)
-        if not outcome:  # cancelled by abort before the tool returned
-            return error_result(ABORTED_TOOL_MESSAGE), True
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_tool)
+            # Forward progress updates as events, in order, while the tool runs; the end
+            # event waits until every update reported before it has been emitted.
+            while True:
+                await wake.wait()
+                wake = trio.Event()
+                while pending:
+                    await self._emit(
+                        ToolExecutionUpdateEvent(
+                            tool_call_id=call.id,
+                            tool_name=call.name,
+                            args=call.arguments,
+                            partial_result=pending.popleft(),
+                        )
+                    )
+                if outcome:
+                    break
         return outcome[0]
 
     async def _finalize(
@@ -346,21 +360,33 @@ class ToolRunner:
                     is_error = change.is_error
         return Finalized(prepared.tool_call, result, is_error)
 
-    async def _skip(self, call: ToolCall) -> Finalized:
-        text = ABORTED_TOOL_MESSAGE if self.aborted else SKIPPED_MESSAGE
-        finalized = Finalized(call, error_result(text), True)
-        await self._emit(_start_event(call))
-        await self._emit_end(finalized)
-        await self._emit_message(finalized)
-        return finalized
+    async def _skip(self, slot: _Slot, text: str) -> None:
+        if not slot.started:
+            slot.started = True
+            await self._emit(_start_event(slot.call))
+        if slot.finalized is None:
+            slot.finalized = Finalized(slot.call, error_result(text), True)
+        await self._emit_end(slot)
+        await self._emit_message(slot)
 
-    async def _emit_message(self, finalized: Finalized) -> None:
-        message = tool_result_message(finalized)
-        finalized.message = message
-        await self._emit(MessageStartEvent(message=message))
-        await self._emit(MessageEndEvent(message=message))
+    async def _emit_message(self, slot: _Slot) -> None:
+        finalized = slot.finalized
+        assert finalized is not None
+        if finalized.message is None:
+            finalized.message = tool_result_message(finalized)
+        if not slot.message_started:
+            slot.message_started = True
+            await self._emit(MessageStartEvent(message=finalized.message))
+        if not slot.message_ended:
+            slot.message_ended = True
+            await self._emit(MessageEndEvent(message=finalized.message))
 
-    async def _emit_end(self, finalized: Finalized) -> None:
+    async def _emit_end(self, slot: _Slot) -> None:
+        if slot.ended:
+            return
+        slot.ended = True
+        finalized = slot.finalized
+        assert finalized is not None
         await self._emit(
             ToolExecutionEndEvent(
                 tool_call_id=finalized.tool_call.id,
@@ -372,11 +398,35 @@ class ToolRunner:
 
     # ------------------------------------------------------------------ abort
 
-    def abort(self) -> None:
-        """Cancel running tools and close the intake: unstarted calls are skipped."""
-        self.aborted = True
-        for scope in list(self._scopes):
-            scope.cancel()
+    def set_emit(self, emit: Emit) -> None:
+        """Emit through ``emit`` from now on (the abort epilogue's undelivered second pass)."""
+        self._emit = emit
+
+    async def close_aborted(self, tool_calls: Sequence[ToolCall]) -> list[ToolResultMessage]:
+        """Emit the events an aborted batch still owes; return every call's result message.
+
+        Called from the run's shielded epilogue after the run's scope was cancelled. Calls
+        that finished keep their results; calls cancelled mid-execution or never started get
+        ``Tool execution was aborted``. Events already emitted are not repeated.
+        """
+        if not self._slots:  # aborted before the batch started
+            self._slots = [_Slot(call) for call in tool_calls]
+        messages: list[ToolResultMessage] = []
+        for slot in self._slots:
+            await self._skip(slot, ABORTED_TOOL_MESSAGE)
+            assert slot.finalized is not None and slot.finalized.message is not None
+            messages.append(slot.finalized.message)
+        return messages
+
+
+async def _feed(send: trio.MemorySendChannel[_Slot], slots: Sequence[_Slot]) -> None:
+    """Offer the batch's calls to the runner one by one, until it closes its intake."""
+    with send:
+        for slot in slots:
+            try:
+                await send.send(slot)
+            except trio.BrokenResourceError:
+                return  # the runner closed its intake: the rest are skipped
 
 
 def _start_event(call: ToolCall) -> ToolExecutionStartEvent:

@@ -9,6 +9,7 @@ queue, and adds the notifications an actor needs to react to arrivals while it i
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Final, Generic, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
@@ -91,6 +92,7 @@ class Mailbox(Generic[T]):
 
     __slots__ = (
         "_arrival",
+        "_arrival_callbacks",
         "_closed",
         "_items",
         "_max_size",
@@ -116,6 +118,9 @@ class Mailbox(Generic[T]):
         # Created lazily by arrival_event(); invariant: None, or set whenever the box is
         # non-empty. Dropped (not cleared: Events cannot be) once a set one is drained empty.
         self._arrival: trio.Event | None = None
+        # Synchronous arrival listeners (notify_on_arrival); a tuple, replaced on change, so a
+        # callback may remove itself while the tuple is being iterated.
+        self._arrival_callbacks: tuple[Callable[[], None], ...] = ()
 
     @staticmethod
     def _check_mode(mode: str) -> None:
@@ -263,6 +268,25 @@ class Mailbox(Generic[T]):
                 event.set()
         return event
 
+    def notify_on_arrival(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` synchronously, inside the put, whenever an item arrives.
+
+        This is how a running tool batch learns of a steering message: the ToolRunner
+        registers a callback that closes its intake channel, so the skip happens at the
+        arrival, not at the next time someone looks. The callback must not block or raise
+        (an exception propagates into the producer's ``put``). It is not called for items
+        already in the box: check `has_items` after registering.
+
+        Returns:
+            A function that removes the callback; idempotent.
+        """
+        self._arrival_callbacks = (*self._arrival_callbacks, callback)
+
+        def remove() -> None:
+            self._arrival_callbacks = tuple(c for c in self._arrival_callbacks if c is not callback)
+
+        return remove
+
     def close(self) -> None:
         """Refuse further puts; idempotent and synchronous. Items remain drainable.
 
@@ -298,6 +322,8 @@ class Mailbox(Generic[T]):
             self._arrival.set()
         if self._waiters:
             self._waiters.unpark_all()
+        for callback in self._arrival_callbacks:
+            callback()
 
     def _removed(self) -> None:
         """After items were taken: admit blocked puts, retire a used arrival event."""

@@ -139,6 +139,7 @@ from pitrio.providers._registry import register_api_provider as register_api_pro
 from pitrio.providers._registry import unregister_api_providers as unregister_api_providers
 from pitrio.providers._sse import SSEDecoder as SSEDecoder
 from pitrio.providers._sse import SSEEvent as SSEEvent
+from pitrio.providers._stream import ABORTED_MESSAGE as ABORTED_MESSAGE
 from pitrio.providers._stream import ASSISTANT_STREAM_BUFFER as ASSISTANT_STREAM_BUFFER
 from pitrio.providers._stream import AssistantMessageEventStream as AssistantMessageEventStream
 from pitrio.providers._stream import complete as complete
@@ -152,6 +153,7 @@ from pitrio.providers._transform import NormalizeToolCallId as NormalizeToolCall
 from pitrio.providers._transform import transform_messages as transform_messages
 
 __all__ = [
+    "ABORTED_MESSAGE",
     "ANTHROPIC_PROVIDER",
     "ASSISTANT_MESSAGE_EVENT_TYPES",
     "ASSISTANT_STREAM_BUFFER",

@@ -85,6 +85,14 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         if self._scope is not None:
             self._scope.cancel()
 
+    def finish_aborted(self) -> AssistantMessage:
+        """The message as it stands, ended ``aborted`` (for a consumer cancelled mid-stream).
+
+        An agent whose run was cancelled calls this instead of waiting for the provider task's
+        terminal event: the provider was cancelled with the run, so that event never comes.
+        """
+        return self._finish_message("aborted", ABORTED_MESSAGE)
+
     def _finish_message(self, stop_reason: str, error_message: str) -> AssistantMessage:
         builder = self._builder
         if builder is None:

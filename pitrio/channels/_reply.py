@@ -1,0 +1,57 @@
+"""``Reply``: the one-shot answer slot that every actor command carries.
+
+A front end (the Python API, RPC over stdio, a websocket client) sends a command into an actor's
+bounded inbox and awaits the command's ``Reply``; the actor's task fills it in exactly once, with
+a value or an exception. It is the ``reply_to`` of an actor message, as a Trio event.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import trio
+
+T = TypeVar("T")
+
+
+class Reply(Generic[T]):
+    """A value or an exception, set once by an actor and awaited by the sender.
+
+    Resource handling: nothing to close. A reply that is never set leaves its waiter blocked,
+    so an actor that drops a command (its inbox closed) must :meth:`fail` it.
+    """
+
+    __slots__ = ("_done", "_error", "_value")
+
+    def __init__(self) -> None:
+        self._done = trio.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def is_set(self) -> bool:
+        """Whether the actor has answered."""
+        return self._done.is_set()
+
+    def set(self, value: T) -> None:
+        """Answer with ``value``; a second answer is ignored."""
+        if not self._done.is_set():
+            self._value = value
+            self._done.set()
+
+    def fail(self, error: BaseException) -> None:
+        """Answer with ``error``, raised in the waiter; a second answer is ignored."""
+        if not self._done.is_set():
+            self._error = error
+            self._done.set()
+
+    def value_nowait(self) -> T:
+        """The answer, which must be set; raises the error answer."""
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+    async def wait(self) -> T:
+        """Wait for the answer and return it (or raise the error answer)."""
+        await self._done.wait()
+        return self.value_nowait()
