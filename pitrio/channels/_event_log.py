@@ -436,7 +436,9 @@ class EventLog(Generic[T]):
     Resource handling:
         Whoever creates the log closes it with `close`. Closing removes all callbacks, ends all
         subscriptions (readers drain their buffers, then ``async for`` ends) and makes later
-        `publish`, `subscribe` and `open_subscription` calls raise `trio.ClosedResourceError`.
+        `publish` and `subscribe` calls raise `trio.ClosedResourceError`. The ring survives:
+        a subscription opened after `close` yields its replay (or snapshot), then ends, so a
+        client that reconnects as the log closes still gets the last events.
 
     Args:
         encode: Turns an event into its wire bytes; `Sequenced.wire` calls it at most once per
@@ -568,7 +570,6 @@ class EventLog(Generic[T]):
         Raises:
             ValueError: ``max_buffer < 1``, ``from_seq < 0``, an unknown ``policy``, or
                 ``"coalesce"`` on a log without a ``merge`` function.
-            trio.ClosedResourceError: The log was closed.
         """
         if max_buffer < 1:
             raise ValueError(f"max_buffer must be >= 1, not {max_buffer!r}")
@@ -578,8 +579,6 @@ class EventLog(Generic[T]):
             raise ValueError('policy "coalesce" needs an EventLog created with merge=')
         if from_seq is not None and from_seq < 0:
             raise ValueError(f"from_seq must be >= 0, not {from_seq!r}")
-        if self._closed:
-            raise trio.ClosedResourceError("the event log was closed")
         # No checkpoint from here to the registration below.
         replay: deque[Sequenced[T] | Snapshot] = deque()
         seq = self._seq
@@ -596,7 +595,10 @@ class EventLog(Generic[T]):
             state = self._snapshot() if self._snapshot is not None else None
             replay.append(Snapshot(seq, state))
         subscription = EventLogSubscription(self, max_buffer, policy, replay, cursor)
-        self._subscriptions = (*self._subscriptions, subscription)
+        if self._closed:
+            subscription._end()  # replay what the ring holds, then end
+        else:
+            self._subscriptions = (*self._subscriptions, subscription)
         try:
             yield subscription
         finally:
