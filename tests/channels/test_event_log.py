@@ -103,6 +103,25 @@ async def test_publish_numbers_events_from_one_and_delivers_them_in_order():
     assert log.seq == 3
 
 
+async def test_publish_does_not_checkpoint_when_nothing_waits():
+    """Under an already cancelled scope, publish() still delivers when nothing has to wait."""
+    log = make_log()
+    seen: list[Event] = []
+    log.subscribe(seen.append)
+    async with (
+        log.open_subscription(max_buffer=1, policy="coalesce") as coalescing,
+        log.open_subscription(max_buffer=8) as blocking,
+    ):
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            for event in deltas(1, "a", "b"):
+                await log.publish(event)
+        assert not scope.cancelled_caught
+        assert len(seen) == 2
+        assert len(drain(coalescing)) == 1
+        assert len(drain(blocking)) == 2
+
+
 async def test_the_ring_keeps_only_the_newest_events():
     """A ring of size 3 keeps the last three events; oldest_seq moves with it."""
     log: EventLog[int] = EventLog(ring_size=3)
