@@ -444,15 +444,15 @@ class EventLog(Generic[T]):
         encode: Turns an event into its wire bytes; `Sequenced.wire` calls it at most once per
             event (and once per merged item).
         merge: For ``"coalesce"`` subscriptions: ``merge(older, newer)`` returns one event that
-            stands for both, or None if they must stay separate (structural events). It must
-            not raise. For agent events: two ``message_update``\\ s of the same message and
-            content block with deltas of one kind merge into one whose delta is the two
-            concatenated and whose partial message is the newer one.
+            stands for both, or None if they must stay separate (structural events). It runs
+            inside `publish` and must not raise. For agent events: two ``message_update``\\ s
+            of the same message and content block with deltas of one kind merge into one whose
+            delta is the two concatenated and whose partial message is the newer one.
         snapshot: Returns the state a reader whose cursor left the ring rebuilds from (the
             session's messages and state). Called synchronously in `open_subscription`; it must
             include every event published so far (reduce state before publishing).
         ring_size: How many recent events to keep for resuming; default `REPLAY_RING`. 0 keeps
-            none (every resume gets a snapshot).
+            none: a resume that missed any event gets a snapshot.
     """
 
     __slots__ = (
