@@ -4,12 +4,29 @@ It answers every request from the request itself: ``You said: <last user message
 the second user message on it adds how many user messages the conversation holds, so a
 continued session (``-c``) shows that the earlier exchange reached the model. The answer is
 streamed in deltas of four characters, like a real model's tokens.
+
+**A scripted faux model** (``PITRIO_FAUX_SCRIPT``): when the variable names a JSON file, the
+faux model plays that file's responses in order instead of echoing, one per request, so a
+whole coding session (tool calls and all) can be driven through the real command. The file
+holds a list of responses (or ``{"responses": [...]}``); each response is
+
+* a string: a text answer;
+* or an object ``{"content": ..., "stopReason": ..., "errorMessage": ...}`` whose ``content``
+  is a string or a list of pi's assistant blocks: ``{"type": "text", "text": ...}``,
+  ``{"type": "thinking", "thinking": ...}``, ``{"type": "toolCall", "name": ...,
+  "arguments": {...}, "id": ...}`` (``id`` optional). ``stopReason`` defaults to ``toolUse``
+  when there is a tool call, else ``stop``.
+
+A request after the last response ends with pi's faux error ``No more faux responses queued``.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final, cast
 
+from pitrio._exceptions import PitrioError
+from pitrio.codec import loads
 from pitrio.providers import (
     AssistantMessage,
     Context,
@@ -17,10 +34,14 @@ from pitrio.providers import (
     FauxState,
     Model,
     ProviderRegistry,
+    StopReason,
     StreamOptions,
     TextContent,
+    ThinkingContent,
+    ToolCall,
     UserMessage,
     faux_assistant_message,
+    faux_tool_call,
     register_faux_provider,
 )
 
@@ -28,6 +49,23 @@ FAUX_PROVIDER: Final = "faux"
 FAUX_API: Final = "faux"
 FAUX_TOKEN_SIZE: Final = (1, 1)
 """One "token" (four characters) per delta."""
+FAUX_SCRIPT_ENV: Final = "PITRIO_FAUX_SCRIPT"
+"""Environment variable naming a JSON file of scripted faux responses (module docstring)."""
+_STOP_REASONS: Final = ("stop", "length", "toolUse", "error", "aborted")
+
+
+class FauxScriptError(PitrioError, ValueError):
+    """The ``PITRIO_FAUX_SCRIPT`` file cannot be read or is not a list of responses.
+
+    Attributes:
+        path: the script file.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Invalid faux script {path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 def _user_text(message: UserMessage) -> str:
@@ -47,11 +85,98 @@ def echo_reply(context: Context) -> str:
     return reply
 
 
-def register_echo_faux(registry: ProviderRegistry) -> FauxProvider:
-    """Register the echoing faux provider (model ``faux/faux-1``) in ``registry``."""
+def _block(raw: Any, where: str) -> TextContent | ThinkingContent | ToolCall:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: a content block must be an object")
+    kind = raw.get("type")
+    if kind == "text" and isinstance(raw.get("text"), str):
+        return TextContent(text=raw["text"])
+    if kind == "thinking" and isinstance(raw.get("thinking"), str):
+        return ThinkingContent(thinking=raw["thinking"])
+    if kind == "toolCall" and isinstance(raw.get("name"), str):
+        arguments = raw.get("arguments", {})
+        call_id = raw.get("id")
+        if not isinstance(arguments, dict) or not isinstance(call_id, str | None):
+            raise ValueError(f"{where}: toolCall needs an arguments object and a string id")
+        return faux_tool_call(raw["name"], arguments, id=call_id)
+    raise ValueError(f"{where}: not a text, thinking or toolCall block: {raw!r}")
+
+
+def parse_faux_script(data: Any) -> list[AssistantMessage]:
+    """The responses of a faux script document (see the module docstring).
+
+    Raises:
+        ValueError: the document is not a list of responses.
+    """
+    if isinstance(data, dict) and "responses" in data:
+        data = data["responses"]
+    if not isinstance(data, list):
+        raise ValueError('expected a list of responses (or {"responses": [...]})')
+    responses = []
+    for index, raw in enumerate(data):
+        where = f"response {index + 1}"
+        if isinstance(raw, str):
+            responses.append(faux_assistant_message(raw))
+            continue
+        if not isinstance(raw, dict):
+            raise ValueError(f"{where}: a response is a string or an object")
+        content = raw.get("content", "")
+        if isinstance(content, str):
+            blocks: list[TextContent | ThinkingContent | ToolCall] = [TextContent(text=content)]
+        elif isinstance(content, list):
+            blocks = [_block(block, where) for block in content]
+        else:
+            raise ValueError(f"{where}: content is a string or a list of blocks")
+        has_call = any(isinstance(block, ToolCall) for block in blocks)
+        stop = raw.get("stopReason", "toolUse" if has_call else "stop")
+        if stop not in _STOP_REASONS:
+            raise ValueError(f"{where}: stopReason must be one of {', '.join(_STOP_REASONS)}")
+        error = raw.get("errorMessage")
+        if not isinstance(error, str | None):
+            raise ValueError(f"{where}: errorMessage must be a string")
+        responses.append(
+            faux_assistant_message(
+                blocks, stop_reason=cast("StopReason", stop), error_message=error
+            )
+        )
+    return responses
+
+
+def load_faux_script(path: str) -> list[AssistantMessage]:
+    """Read a faux script file (blocking; the command reads it once at start-up).
+
+    Raises:
+        FauxScriptError: the file cannot be read, is not JSON, or not a list of responses.
+    """
+    try:
+        with open(path, "rb") as file:
+            data = loads(file.read())
+    except OSError as exc:
+        raise FauxScriptError(path, exc.strerror or str(exc)) from exc
+    except ValueError as exc:
+        raise FauxScriptError(path, f"not JSON ({exc})") from exc
+    try:
+        return parse_faux_script(data)
+    except ValueError as exc:
+        raise FauxScriptError(path, str(exc)) from exc
+
+
+def register_echo_faux(
+    registry: ProviderRegistry, env: Mapping[str, str] | None = None
+) -> FauxProvider:
+    """Register the faux provider (model ``faux/faux-1``) in ``registry``: it echoes, or plays
+    the script that ``env[PITRIO_FAUX_SCRIPT]`` names (no ``env``: it echoes).
+
+    Raises:
+        FauxScriptError: the script cannot be used.
+    """
     faux = register_faux_provider(
         api=FAUX_API, provider=FAUX_PROVIDER, token_size=FAUX_TOKEN_SIZE, registry=registry
     )
+    script = env.get(FAUX_SCRIPT_ENV) if env is not None else None
+    if script:
+        faux.set_responses(load_faux_script(script))
+        return faux
 
     def respond(
         context: Context, options: StreamOptions, state: FauxState, model: Model

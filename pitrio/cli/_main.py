@@ -8,11 +8,12 @@ so ``--version`` and ``--help`` answer at once.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, BinaryIO, TextIO
+from typing import IO, TYPE_CHECKING, BinaryIO, TextIO, cast
 
 import structlog
 
@@ -20,19 +21,30 @@ import pitrio
 
 if TYPE_CHECKING:
     from pitrio.cli._setup import CliArgs
+    from pitrio.providers import ImageContent
+    from pitrio.sessions import SessionInfo
 
-USAGE = """pitrio [options] [messages...]
+USAGE = """pitrio [options] [@files...] [messages...]
+       pitrio --export SESSION.jsonl [OUTPUT.html]
        pitrio demo [--speed TOKENS_PER_S] [--json]"""
 
 DESCRIPTION = """\
-The pi coding agent on Trio. Send messages to a model and print the answer (-p) or every
-event as JSON (--mode json). Sessions are saved per working directory and can be continued.
+The pi coding agent on Trio, with pi's read, bash, edit and write tools (grep, find and ls on
+request). Send messages to a model and print the answer (-p) or every event as JSON
+(--mode json). The system prompt is built from AGENTS.md / CLAUDE.md, SYSTEM.md,
+APPEND_SYSTEM.md, skills and prompt templates, as pi builds it. Sessions are saved per working
+directory and can be continued (-c), resumed (-r) or forked (--fork).
 
-Built-in coding tools (read, bash, edit, write ...) are not available yet: the agent answers
-without tools. The interactive mode and --mode rpc are not available yet either.
+The interactive mode, --mode rpc, extensions and themes are not available yet.
 
 commands:
-  pitrio demo              stream a scripted conversation with a tool call (no API key)"""
+  pitrio demo              stream a scripted conversation with a tool call (no API key)
+
+built-in tools (--tools):
+  read   read file contents            grep   search file contents (off by default)
+  bash   run bash commands             find   find files by glob (off by default)
+  edit   edit files (find/replace)     ls     list a directory (off by default)
+  write  create or overwrite files"""
 
 EPILOG = """\
 examples:
@@ -42,6 +54,10 @@ examples:
   pitrio --model openai/gpt-4o-mini -p "Hi"
   pitrio --model anthropic/claude-sonnet-4-5:high -p "Solve this"   # with thinking level
   pitrio -c -p "What did we discuss?"               # continue the last session here
+  pitrio @src/app.py -p "Review this file"          # a file's text joins the first message
+  pitrio --tools read,grep,find,ls -p "Review src/" # read-only tools
+  pitrio -p "/skill:release 1.2"                    # a skill, or /template args
+  pitrio --export session.jsonl out.html            # a session as a self-contained page
   pitrio --mode json "Hello" | jq -c 'select(.type == "message_end")'
 
 environment:
@@ -49,8 +65,12 @@ environment:
   OPENROUTER_API_KEY, MISTRAL_API_KEY, DEEPSEEK_API_KEY ...   provider API keys
   PITRIO_CODING_AGENT_DIR          config folder (default: ~/.pitrio/agent), holding
                                    settings.json, models.json (custom and local models,
-                                   e.g. Ollama) and sessions/
-  PITRIO_CODING_AGENT_SESSION_DIR  session folder (overridden by --session-dir)"""
+                                   e.g. Ollama), AGENTS.md, skills/, prompts/ and sessions/
+  PI_CODING_AGENT_DIR              pi's config folder (default: ~/.pi/agent): when
+                                   PITRIO_CODING_AGENT_DIR is not set, files missing from
+                                   pitrio's folder are read from pi's (never written)
+  PITRIO_CODING_AGENT_SESSION_DIR  session folder (overridden by --session-dir)
+  PITRIO_FAUX_SCRIPT               a JSON file of responses for --provider faux"""
 
 
 def _agent_parser() -> argparse.ArgumentParser:
@@ -100,8 +120,82 @@ def _agent_parser() -> argparse.ArgumentParser:
         help="continue the most recent session of this directory",
     )
     add("--session", metavar="PATH|ID", help="use this session file (or session id prefix)")
+    add(
+        "--resume",
+        "-r",
+        action="store_true",
+        help="pick a session of this directory to resume (a numbered list on a terminal; "
+        "otherwise the most recent)",
+    )
+    add("--fork", metavar="PATH|ID", help="fork this session file (or id prefix) into a new one")
     add("--session-dir", metavar="DIR", help="folder for session storage and lookup")
     add("--no-session", action="store_true", help="do not save the session (in memory)")
+    add(
+        "--models",
+        type=_comma_list(keep_empty=True),
+        metavar="PATTERNS",
+        help="comma-separated model patterns to cycle through (globs such as anthropic/* and "
+        "fuzzy patterns, each with an optional :thinking)",
+    )
+    add("--no-tools", "-nt", action="store_true", help="disable every tool by default")
+    add(
+        "--no-builtin-tools",
+        "-nbt",
+        action="store_true",
+        help="disable the built-in tools by default",
+    )
+    add(
+        "--tools",
+        "-t",
+        type=_comma_list(keep_empty=False),
+        metavar="TOOLS",
+        help="comma-separated allowlist of tools: read, bash, edit, write, grep, find, ls",
+    )
+    add(
+        "--skill",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="load a skill file or folder (repeatable)",
+    )
+    add("--no-skills", "-ns", action="store_true", help="disable skill discovery")
+    add(
+        "--prompt-template",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="load a prompt template file or folder (repeatable)",
+    )
+    add(
+        "--no-prompt-templates",
+        "-np",
+        action="store_true",
+        help="disable prompt template discovery",
+    )
+    add(
+        "--no-context-files",
+        "-nc",
+        action="store_true",
+        help="do not load AGENTS.md / CLAUDE.md files",
+    )
+    add(
+        "--export",
+        metavar="FILE",
+        help="export a session file to HTML and exit (the first message names the output)",
+    )
+    add("--verbose", action="store_true", help="say on stderr what the session starts with")
+    add("--offline", action="store_true", help="no start-up network use (pitrio makes none)")
+    add(
+        "--extension",
+        "-e",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="(not supported yet) load an extension",
+    )
+    add("--no-extensions", "-ne", action="store_true", help="(not supported yet)")
+    add("--theme", action="append", default=[], metavar="PATH", help="(not supported yet)")
+    add("--no-themes", action="store_true", help="(not supported yet)")
     add(
         "--stall-timeout",
         type=_seconds,
@@ -117,6 +211,16 @@ def _agent_parser() -> argparse.ArgumentParser:
         help="list the models you have keys for (with an optional fuzzy search)",
     )
     return parser
+
+
+def _comma_list(*, keep_empty: bool) -> Callable[[str], tuple[str, ...]]:
+    """pi's comma lists: items trimmed (``--tools`` also drops empty ones)."""
+
+    def parse(value: str) -> tuple[str, ...]:
+        items = (item.strip() for item in value.split(","))
+        return tuple(item for item in items if keep_empty or item)
+
+    return parse
 
 
 def _seconds(value: str) -> float:
@@ -154,7 +258,8 @@ def parse_cli_args(argv: Sequence[str]) -> CliArgs:
 
     ns = _agent_parser().parse_intermixed_args(list(argv))
     return CliArgs(
-        messages=tuple(ns.messages),
+        messages=tuple(m for m in ns.messages if not m.startswith("@")),
+        file_args=tuple(m[1:] for m in ns.messages if m.startswith("@")),
         print_mode=ns.print_mode,
         mode=ns.mode,
         provider=ns.provider,
@@ -169,6 +274,24 @@ def parse_cli_args(argv: Sequence[str]) -> CliArgs:
         no_session=ns.no_session,
         list_models=ns.list_models,
         stall_timeout=ns.stall_timeout,
+        resume=ns.resume,
+        fork=ns.fork,
+        models=ns.models,
+        tools=ns.tools,
+        no_tools=ns.no_tools,
+        no_builtin_tools=ns.no_builtin_tools,
+        skills=tuple(ns.skill),
+        no_skills=ns.no_skills,
+        prompt_templates=tuple(ns.prompt_template),
+        no_prompt_templates=ns.no_prompt_templates,
+        no_context_files=ns.no_context_files,
+        export=ns.export,
+        verbose=ns.verbose,
+        offline=ns.offline,
+        extensions=tuple(ns.extension),
+        no_extensions=ns.no_extensions,
+        themes=tuple(ns.theme),
+        no_themes=ns.no_themes,
     )
 
 
@@ -186,11 +309,50 @@ def read_piped_stdin(stdin: IO[bytes] | None, *, is_tty: bool) -> str | None:
     return text or None
 
 
-def build_prompts(messages: Sequence[str], stdin_text: str | None) -> list[str]:
-    """The prompts to send: piped text joined with the first message (as pi does), then the
-    other messages."""
-    first = "".join(part for part in (stdin_text, *messages[:1]) if part is not None)
+def build_prompts(
+    messages: Sequence[str], stdin_text: str | None, file_text: str = ""
+) -> list[str]:
+    """The prompts to send: piped text, the ``@file`` text and the first message joined into
+    one (as pi's ``buildInitialMessage`` joins them), then the other messages."""
+    first = "".join(part for part in (stdin_text, file_text, *messages[:1]) if part)
     return ([first] if first else []) + list(messages[1:])
+
+
+def pick_from_terminal(
+    err: TextIO, read_line: Callable[[], str], env: Mapping[str, str]
+) -> Callable[[Sequence[SessionInfo]], SessionInfo | None]:
+    """``-r`` on a terminal: a numbered list on stderr, the choice read from stdin."""
+    from pitrio.cli._sessions_cli import format_session_choice
+    from pitrio.sessions.resources import resolve_agent_dirs
+
+    def pick(sessions: Sequence[SessionInfo]) -> SessionInfo | None:
+        dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
+        err.write("Sessions of this directory (most recent first):\n")
+        for index, info in enumerate(sessions, 1):
+            err.write(format_session_choice(index, info, dirs.is_fallback(info.path)) + "\n")
+        err.write(f"Resume which session? [1-{len(sessions)}, Enter to cancel] ")
+        err.flush()
+        answer = read_line().strip()
+        if answer.isdigit() and 1 <= int(answer) <= len(sessions):
+            return sessions[int(answer) - 1]
+        return None
+
+    return pick
+
+
+def export_session(args: CliArgs, *, out: BinaryIO, err: TextIO, cwd: str) -> int:
+    """``--export FILE [OUT]``: write the session as HTML; prints where, as pi does."""
+    from pitrio.cli._export_html import ExportError, export_session_file
+
+    output = args.messages[0] if args.messages else None
+    try:
+        written = export_session_file(args.export or "", output, cwd=cwd)
+    except ExportError as exc:
+        err.write(f"Error: {exc}\n")
+        return 1
+    out.write(f"Exported to: {written}\n".encode())
+    out.flush()
+    return 0
 
 
 def run_agent_command(
@@ -201,13 +363,31 @@ def run_agent_command(
     err: TextIO,
     env: Mapping[str, str],
     cwd: str,
+    stdin_is_tty: bool = False,
+    read_line: Callable[[], str] | None = None,
 ) -> int:
-    """Run the agent command; returns the exit status."""
+    """Run the agent command; returns the exit status.
+
+    Args:
+        stdin_text: reads the piped prompt text (``None`` for a terminal or nothing piped).
+        stdin_is_tty / read_line: ``-r`` on a terminal asks which session, reading the answer
+            with ``read_line``; otherwise it takes the most recent.
+    """
+    from pitrio.cli._sessions_cli import fork_conflicts
     from pitrio.cli._setup import CliError, build_runtime, list_models
 
     def warn(message: str) -> None:
         err.write(f"Warning: {message}\n")
 
+    def notice(message: str) -> None:
+        err.write(f"{message}\n")
+
+    if args.export is not None:
+        return export_session(args, out=out, err=err, cwd=cwd)
+    for flag in args.unsupported():
+        err.write(
+            f"pitrio: {flag} is not supported yet (extensions and themes are missing); ignored\n"
+        )
     if args.mode == "rpc":
         err.write("pitrio: --mode rpc is not available yet\n")
         return 2
@@ -218,8 +398,19 @@ def run_agent_command(
         out.write(table.encode())
         out.flush()
         return 0
-    prompts = build_prompts(args.messages, stdin_text())
-    if not prompts and not args.print_mode and args.mode is None:
+    conflict = fork_conflicts(
+        fork=args.fork,
+        session=args.session,
+        continue_session=args.continue_session,
+        resume=args.resume,
+        no_session=args.no_session,
+    )
+    if conflict is not None:
+        err.write(f"{conflict}\n")
+        return 1
+    piped = stdin_text()
+    has_input = bool(build_prompts(args.messages, piped)) or bool(args.file_args)
+    if not has_input and not args.print_mode and args.mode is None:
         # pi would start its interactive mode here.
         _agent_parser().print_usage(err)
         err.write(
@@ -227,8 +418,21 @@ def run_agent_command(
             'try pitrio -p "Hello", or pitrio --help)\n'
         )
         return 2
+    pick = (
+        pick_from_terminal(err, read_line, env)
+        if args.resume and stdin_is_tty and read_line is not None
+        else None
+    )
     try:
-        runtime = build_runtime(args, cwd=cwd, env=env, warn=warn, require_auth=bool(prompts))
+        runtime = build_runtime(
+            args,
+            cwd=cwd,
+            env=env,
+            warn=warn,
+            require_auth=has_input,
+            notice=notice,
+            pick=pick,
+        )
     except CliError as exc:
         err.write(f"{exc}\n")
         return exc.exit_code
@@ -238,10 +442,34 @@ def run_agent_command(
     from pitrio.cli._print_mode import PrintMode, run_print_mode
 
     mode: PrintMode = "json" if args.mode == "json" else "text"
-    try:
-        return trio.run(
-            lambda: run_print_mode(runtime, mode=mode, prompts=prompts, out=out, err=err)
+
+    async def run() -> int:
+        from pitrio.sessions import run_file_work
+        from pitrio.sessions.resources import FileArgumentError, process_file_arguments
+
+        file_text, images = "", cast("tuple[ImageContent, ...]", ())
+        if args.file_args:
+            try:
+                files = await run_file_work(
+                    functools.partial(
+                        process_file_arguments,
+                        args.file_args,
+                        cwd=cwd,
+                        auto_resize_images=runtime.auto_resize_images,
+                    )
+                )
+            except FileArgumentError as exc:
+                runtime.session_manager.close()
+                err.write(f"Error: {exc}\n")
+                return 1
+            file_text, images = files.text, files.images
+        prompts = build_prompts(args.messages, piped, file_text)
+        return await run_print_mode(
+            runtime, mode=mode, prompts=prompts, images=images, out=out, err=err
         )
+
+    try:
+        return trio.run(run)
     except BaseException as exc:
         # A session file that is locked by another process, damaged, or changed under us is
         # the user's situation to resolve, not a bug: one line naming the file, never a trace.
@@ -291,6 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return None
             return read_piped_stdin(stdin.buffer, is_tty=stdin.isatty())
 
+        is_tty = stdin is not None and stdin.isatty()
         return run_agent_command(
             args,
             stdin_text=piped,
@@ -298,6 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             err=sys.stderr,
             env=os.environ,
             cwd=os.getcwd(),
+            stdin_is_tty=is_tty,
+            read_line=sys.stdin.readline if is_tty else None,
         )
     except BrokenPipeError:
         # The reader went away (`pitrio demo --json | head`): stop quietly, as Unix tools do.

@@ -189,3 +189,76 @@ def first_available(models: Sequence[Model], has_auth: Callable[[Model], bool]) 
             if model.provider == provider and model.id == model_id:
                 return model
     return available[0] if available else None
+
+
+_GLOB_CHARS: Final = ("*", "?", "[")
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """minimatch's rules for the patterns ``--models`` takes: ``*`` and ``?`` stay within one
+    path segment, ``[...]`` is a character class; matching ignores case."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            negate = body[:1] in ("!", "^")
+            body = body[1:] if negate else body
+            escaped = body.replace("\\", "\\\\")
+            out.append(f"[{'^' if negate else ''}{escaped}]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return re.compile("".join(out), re.IGNORECASE)
+
+
+def resolve_model_scope(
+    patterns: Sequence[str], models: Sequence[Model]
+) -> tuple[list[tuple[Model, str | None]], list[str]]:
+    """The models ``--models`` (or the ``enabledModels`` setting) names, as pi's
+    ``resolveModelScope``: each pattern a glob over ``provider/id`` or ``id`` (with an optional
+    ``:thinking``), else a model pattern as ``--model`` takes; duplicates dropped.
+
+    Args:
+        models: the models that have credentials.
+
+    Returns:
+        ``(model, thinking level or None)`` pairs in pattern order, and warnings.
+    """
+    scoped: list[tuple[Model, str | None]] = []
+    warnings: list[str] = []
+
+    def add(model: Model, thinking: str | None) -> None:
+        if not any(m.provider == model.provider and m.id == model.id for m, _ in scoped):
+            scoped.append((model, thinking))
+
+    for pattern in patterns:
+        if any(char in pattern for char in _GLOB_CHARS):
+            glob, colon, suffix = pattern.rpartition(":")
+            thinking = suffix if colon and is_thinking_level(suffix) else None
+            regex = _glob_regex(glob if thinking else pattern)
+            matching = [
+                m
+                for m in models
+                if regex.fullmatch(f"{m.provider}/{m.id}") or regex.fullmatch(m.id)
+            ]
+            if not matching:
+                warnings.append(f'No models match pattern "{pattern}"')
+            for model in matching:
+                add(model, thinking)
+            continue
+        resolved = parse_model_pattern(pattern, models)
+        if resolved.warning:
+            warnings.append(resolved.warning)
+        if resolved.model is None:
+            warnings.append(f'No models match pattern "{pattern}"')
+            continue
+        add(resolved.model, resolved.thinking_level)
+    return scoped, warnings

@@ -9,6 +9,11 @@
 * ``json`` (``pitrio --mode json "prompt"``): the session header, then every session event as
   it happens, one JSON object per line, exactly as pi writes them (docs/json.md).
 
+Before the session opens, the resources (context files, skills, prompt templates, SYSTEM.md)
+are loaded in a worker thread and the system prompt is built for the runtime's tools; problems
+with resources are warnings on stderr. Each prompt has its ``/skill:name`` and ``/template``
+commands expanded before it is sent; the images of ``@file`` arguments go with the first.
+
 A prompt the session refuses (no model, no API key ...) ends the run with its message on
 stderr and exit status 1. When the reader of stdout goes away (``| head``), the run is aborted
 and the command exits quietly.
@@ -21,9 +26,15 @@ from collections.abc import Sequence
 from typing import BinaryIO, Final, Literal, TextIO
 
 from pitrio._exceptions import PitrioError
+from pitrio.cli._coding import (
+    describe_resources,
+    expand_prompt,
+    load_session_resources,
+    resource_warnings,
+)
 from pitrio.cli._setup import Runtime
 from pitrio.codec import dumps
-from pitrio.providers import AssistantMessage, TextContent, open_http_client
+from pitrio.providers import AssistantMessage, ImageContent, TextContent, open_http_client
 from pitrio.sessions import (
     AgentSession,
     AgentSessionEvent,
@@ -103,14 +114,16 @@ async def run_print_mode(
     prompts: Sequence[str],
     out: BinaryIO,
     err: TextIO,
+    images: Sequence[ImageContent] = (),
 ) -> int:
     """Run ``prompts`` one after the other in a session built from ``runtime``.
 
     Args:
         mode: ``"text"`` (final answer only) or ``"json"`` (every event).
-        prompts: the messages to send, in order.
+        prompts: the messages to send, in order (skill and template commands are expanded).
         out: where results go (bytes, UTF-8).
         err: where errors go.
+        images: sent with the first prompt (``@file`` images).
 
     Returns:
         The exit status: 0, or 1 when a prompt failed or (text mode) the last answer is an
@@ -121,7 +134,20 @@ async def run_print_mode(
         (normally, on error or when cancelled) aborts what still runs and writes what the
         session appended to its file.
     """
-    async with open_http_client(), open_agent_session(**runtime.session_options()) as session:
+    resources = await load_session_resources(runtime.resources)
+    for warning in resource_warnings(resources):
+        err.write(f"Warning: {warning}\n")
+    system_prompt = resources.build_system_prompt(list(runtime.tool_names))
+    if runtime.verbose:
+        session_file = runtime.session_manager.get_session_file() or "(not saved)"
+        startup = [
+            f"Model: {runtime.model.provider}/{runtime.model.id}",
+            f"Session: {session_file}",
+            *describe_resources(resources, runtime.tool_names),
+        ]
+        err.write("".join(f"{line}\n" for line in startup))
+    options = runtime.session_options(system_prompt)
+    async with open_http_client(), open_agent_session(**options) as session:
         lines: _JsonLines | None = None
         if mode == "json":
             lines = _JsonLines(out, session)
@@ -133,10 +159,11 @@ async def run_print_mode(
             # JSON mode already shows auto_retry_start events; text mode would be silent.
             session.subscribe(_RetryNotices(err).on_event)
         try:
-            for prompt in prompts:
+            for index, prompt in enumerate(prompts):
                 if lines is not None and lines.reader_gone:
                     break
-                await session.prompt(prompt)
+                text = await expand_prompt(prompt, resources)
+                await session.prompt(text, images=images if index == 0 and images else None)
         except PitrioError as exc:
             err.write(f"{exc}\n")
             return 1

@@ -3,43 +3,55 @@
 pi's ``main`` does this work in ``createAgentSessionServices`` / ``buildSessionOptions`` /
 ``createSessionManager``; the rules are the same:
 
-* **Models** are the built-in catalogue with the user's ``<agent dir>/models.json`` applied
-  (a broken file is reported and the built-in catalogue used), plus ``faux/faux-1``.
+* **Agent dirs**: pitrio's (``$PITRIO_CODING_AGENT_DIR`` or ``~/.pitrio/agent``) is where
+  everything is written; when that variable is not set, ``models.json`` and ``settings.json``
+  missing there are read from pi's (``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``) with a
+  one-line notice (:func:`~pitrio.sessions.resources.resolve_agent_dirs`).
+* **Models** are the built-in catalogue with the user's ``models.json`` applied (a broken
+  file is reported and the built-in catalogue used), plus ``faux/faux-1``.
 * **API keys**, for each request: ``--api-key`` (for the chosen model's provider), else the
   provider's environment variable (:func:`~pitrio.providers.get_env_api_key`), else the
   ``apiKey`` of ``models.json``; the ``headers`` of ``models.json`` are sent too. A provider
   "has auth" when one of these is present; ``faux`` always has.
 * **Model**: ``--model`` (with ``--provider``) as :func:`resolve_cli_model` resolves it; else
   ``--provider`` alone picks that provider's default model (pi ignores ``--provider`` without
-  ``--model``); else a continued session's model if its provider has auth; else the settings'
-  ``defaultProvider``/``defaultModel``; else the first model with auth in pi's order of
-  preference (never ``faux``, which must be asked for). No model: :func:`setup_help`.
-* **Session**: ``--no-session`` in memory; ``--session PATH|ID`` opens a file (or the session of
-  this directory whose id starts with ID); ``-c`` continues the most recent session of the
-  directory; otherwise a new file. Files go to ``--session-dir``, else
+  ``--model``); else, for a new session with ``--models`` (or ``enabledModels``), the
+  settings' default if it is in that list, else its first model; else a continued session's
+  model if its provider has auth; else the settings' ``defaultProvider``/``defaultModel``;
+  else the first model with auth in pi's order of preference (never ``faux``, which must be
+  asked for). No model: :func:`setup_help`.
+* **Session**: see :mod:`pitrio.cli._sessions_cli`. Files go to ``--session-dir``, else
   ``$PITRIO_CODING_AGENT_SESSION_DIR``, else the ``sessionDir`` setting, else the directory's
   folder under ``<agent dir>/sessions/``.
+* **Tools and resources**: see :mod:`pitrio.cli._coding`.
 """
 
 from __future__ import annotations
 
-import datetime
 import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import attrs
 
-from pitrio._exceptions import PitrioError
-from pitrio.cli._faux_cli import FAUX_PROVIDER, register_echo_faux
+from pitrio.cli._coding import (
+    AgentDirSettingsStorage,
+    ResourceRequest,
+    create_session_tools,
+    select_tool_names,
+    setting_value,
+)
+from pitrio.cli._errors import CliError as CliError
+from pitrio.cli._faux_cli import FAUX_PROVIDER, FauxScriptError, register_echo_faux
 from pitrio.cli._model_resolver import (
     DEFAULT_MODEL_PER_PROVIDER,
     THINKING_LEVELS,
     _locale_key,
     first_available,
     resolve_cli_model,
+    resolve_model_scope,
 )
+from pitrio.cli._sessions_cli import PickSession, open_session_manager
 from pitrio.providers import (
     ApiProvider,
     AssistantMessageEventStream,
@@ -57,28 +69,16 @@ from pitrio.providers import (
     get_env_api_key,
     load_models_json,
 )
-from pitrio.sessions import (
-    SessionError,
-    SessionManager,
-    SettingsManager,
-    get_default_session_dir,
-    get_sessions_dir,
-)
-from pitrio.sessions._paths import AGENT_DIR_ENV, CONFIG_DIR_NAME
+from pitrio.sessions import ScopedModel, SessionManager, SettingsManager
+from pitrio.sessions.resources import AgentDirs, resolve_agent_dirs
+from pitrio.tools import AgentTool
+from pitrio.tools.builtin import BashOperations
 
 SESSION_DIR_ENV: Final = "PITRIO_CODING_AGENT_SESSION_DIR"
 """Environment variable naming the session folder (pi: ``PI_CODING_AGENT_SESSION_DIR``)."""
 MODELS_FILE: Final = "models.json"
 
 Mode = Literal["text", "json", "rpc"]
-
-DEFAULT_SYSTEM_PROMPT: Final = (
-    "You are an expert coding assistant operating inside pitrio, a coding agent harness.\n\n"
-    "No tools are available in this version of pitrio: answer from the conversation alone.\n\n"
-    "Guidelines:\n"
-    "- Be concise in your responses"
-)
-"""The system prompt when ``--system-prompt`` is not given (pi's names its coding tools)."""
 
 SETUP_KEY_VARS: Final = (
     ("ANTHROPIC_API_KEY", "Anthropic"),
@@ -93,23 +93,13 @@ SETUP_KEY_VARS: Final = (
 """The key variables the setup help names (every provider's is in ``ENV_API_KEY_VARS``)."""
 
 
-class CliError(PitrioError):
-    """The command cannot go on: the message goes to stderr, the process exits ``exit_code``.
-
-    Attributes:
-        exit_code: 1 for a failure, 2 for a usage mistake (as argparse).
-    """
-
-    def __init__(self, message: str, *, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
 @attrs.frozen(kw_only=True)
 class CliArgs:
     """The parsed command line of the agent command (see ``pitrio --help``)."""
 
     messages: tuple[str, ...] = ()
+    file_args: tuple[str, ...] = ()
+    """``@file`` arguments, without the ``@``."""
     print_mode: bool = False
     mode: Mode | None = None
     provider: str | None = None
@@ -126,6 +116,35 @@ class CliArgs:
     """``True`` lists every available model; a string filters them."""
     stall_timeout: float | None = None
     """``--stall-timeout``: seconds without a byte before a response fails (0: never)."""
+    resume: bool = False
+    fork: str | None = None
+    models: tuple[str, ...] | None = None
+    """``--models`` patterns (``None``: the ``enabledModels`` setting)."""
+    tools: tuple[str, ...] | None = None
+    no_tools: bool = False
+    no_builtin_tools: bool = False
+    skills: tuple[str, ...] = ()
+    no_skills: bool = False
+    prompt_templates: tuple[str, ...] = ()
+    no_prompt_templates: bool = False
+    no_context_files: bool = False
+    export: str | None = None
+    verbose: bool = False
+    offline: bool = False
+    extensions: tuple[str, ...] = ()
+    no_extensions: bool = False
+    themes: tuple[str, ...] = ()
+    no_themes: bool = False
+
+    def unsupported(self) -> list[str]:
+        """The flags given for features pitrio does not have yet."""
+        given = (
+            ("--extension", bool(self.extensions)),
+            ("--no-extensions", self.no_extensions),
+            ("--theme", bool(self.themes)),
+            ("--no-themes", self.no_themes),
+        )
+        return [flag for flag, present in given if present]
 
 
 def setup_help(agent_dir: str) -> str:
@@ -245,16 +264,25 @@ class ModelSetup:
 
 
 def load_model_setup(
-    agent_dir: str, env: Mapping[str, str], settings: SettingsManager | None = None
+    agent_dir: str,
+    env: Mapping[str, str],
+    settings: SettingsManager | None = None,
+    *,
+    models_path: str | None = None,
 ) -> ModelSetup:
     """Read ``models.json`` and build the models, credentials and provider registry.
 
     Args:
+        agent_dir: the folder whose ``models.json`` is read (unless ``models_path`` is given).
         settings: when given, every request gets its ``streamStallTimeoutMs``.
+        models_path: the ``models.json`` to read.
+
+    Raises:
+        CliError: ``$PITRIO_FAUX_SCRIPT`` names a script that cannot be used.
     """
     warnings: list[str] = []
     try:
-        custom = load_models_json(os.path.join(agent_dir, MODELS_FILE))
+        custom = load_models_json(models_path or os.path.join(agent_dir, MODELS_FILE))
     except ModelsJsonError as exc:
         warnings.append(f"errors loading models.json:\n{exc}")
         custom = CustomModels(catalogue=ModelCatalogue(_all(default_catalogue), builtin=False))
@@ -262,7 +290,10 @@ def load_model_setup(
     registry = ProviderRegistry()
     for provider in default_registry.providers():
         registry.register(_authorizing(provider, credentials, settings), "pitrio:cli")
-    faux = register_echo_faux(registry)
+    try:
+        faux = register_echo_faux(registry, env)
+    except FauxScriptError as exc:
+        raise CliError(f"Error: {exc}") from exc
     models = (*_all(custom.catalogue), *faux.models)
     return ModelSetup(
         models=models, credentials=credentials, registry=registry, warnings=tuple(warnings)
@@ -307,18 +338,26 @@ def choose_model(
     setup: ModelSetup,
     settings: SettingsManager,
     manager: SessionManager,
+    scoped: Sequence[tuple[Model, str | None]] = (),
 ) -> tuple[Model | None, str | None, list[str]]:
     """The session's model (see the module docstring) and a warning if a continued session's
     model could not be restored.
 
     Args:
         flags: what :func:`resolve_flags_model` found: a model and a thinking level.
+        scoped: the ``--models`` list with each entry's thinking level.
     """
     model, thinking = flags
     if model is not None:
         return model, thinking, []
     models = setup.models
     context = manager.build_session_context()
+    if scoped and not context.messages:
+        provider, model_id = settings.default_provider, settings.default_model
+        chosen = next(
+            (s for s in scoped if (s[0].provider, s[0].id) == (provider, model_id)), scoped[0]
+        )
+        return chosen[0], thinking if thinking is not None else chosen[1], []
     fallback: str | None = None
     if context.messages and context.model is not None:
         saved = context.model
@@ -353,116 +392,41 @@ def resolve_session_dir(
     return settings.session_dir
 
 
-def _session_path(arg: str, cwd: str, session_dir: str, sessions_root: str) -> str:
-    """A ``--session`` value: a path as it is, else the id prefix of a session of ``cwd``."""
-    if "/" in arg or "\\" in arg or arg.endswith(".jsonl"):
-        return arg
-    for info in SessionManager.list_sessions(cwd, session_dir):
-        if info.id.startswith(arg):
-            return info.path
-    elsewhere = [s for s in SessionManager.list_all_sessions(sessions_root) if s.id.startswith(arg)]
-    if elsewhere:
-        # pi asks whether to fork it into this directory; there is no one to ask here.
-        found = elsewhere[0]
-        raise CliError(
-            f"Session {found.id} belongs to another project ({found.cwd}). "
-            f"Open it by its path: --session {found.path}"
-        )
-    raise CliError(f"No session found matching '{arg}'")
-
-
-def open_session_manager(
-    args: CliArgs, cwd: str, session_dir: str | None, agent_dir: str
-) -> SessionManager:
-    """The SessionManager the flags ask for.
-
-    Args:
-        session_dir: the folder of this directory's sessions (``None``: the default one under
-            ``agent_dir``).
-
-    Raises:
-        CliError: no session matches ``--session``, the file is damaged, or the directory it
-            was recorded in no longer exists.
-    """
-    if args.no_session:
-        return SessionManager.in_memory(cwd)
-    try:
-        directory = session_dir or get_default_session_dir(cwd, agent_dir)
-        if args.session:
-            path = _session_path(args.session, cwd, directory, get_sessions_dir(agent_dir))
-            # An opened file's new sessions go next to it unless a folder was named (pi).
-            manager = SessionManager.open(path, session_dir)
-        elif args.continue_session:
-            manager = SessionManager.continue_recent(cwd, directory)
-        else:
-            return SessionManager.create(cwd, directory)
-    except (SessionError, OSError) as exc:
-        raise CliError(f"Error: {exc}") from exc
-    session_cwd = manager.get_cwd()
-    if manager.get_session_file() and session_cwd and not os.path.isdir(session_cwd):
-        manager.close()
-        raise CliError(
-            f"Stored session working directory does not exist: {session_cwd}\n"
-            f"Session file: {manager.get_session_file()}\n"
-            f"Current working directory: {cwd}"
-        )
-    return manager
-
-
-# --------------------------------------------------------------------------- system prompt
-
-
-def _prompt_input(value: str, what: str, warn: Callable[[str], None]) -> str:
-    """A prompt flag's value: the contents of the file it names, else the text itself."""
-    if os.path.exists(value):
-        try:
-            return Path(value).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            warn(f"Could not read {what} file {value}: {exc}")
-    return value
-
-
-def build_system_prompt(
-    args: CliArgs, cwd: str, warn: Callable[[str], None], today: datetime.date | None = None
-) -> str:
-    """The base prompt (``--system-prompt``: text or a file), the appended parts, the date
-    and the working directory, laid out as pi lays out a custom prompt."""
-    prompt = (
-        _prompt_input(args.system_prompt, "system prompt", warn)
-        if args.system_prompt
-        else DEFAULT_SYSTEM_PROMPT
-    )
-    appended = [_prompt_input(v, "append system prompt", warn) for v in args.append_system_prompt]
-    if appended:
-        prompt += "\n\n" + "\n\n".join(appended)
-    date = (today or datetime.date.today()).isoformat()
-    return f"{prompt}\nCurrent date: {date}\nCurrent working directory: {cwd.replace(os.sep, '/')}"
-
-
 # --------------------------------------------------------------------------- the runtime
 
 
 @attrs.frozen(kw_only=True)
 class Runtime:
-    """Everything ``open_agent_session`` needs."""
+    """Everything ``open_agent_session`` needs, and what to load for the system prompt."""
 
     session_manager: SessionManager
     settings: SettingsManager
     model: Model
     thinking_level: ModelThinkingLevel | None
     setup: ModelSetup
-    system_prompt: str
     agent_dir: str
+    """pitrio's agent dir (where everything is written)."""
+    dirs: AgentDirs
+    tool_names: tuple[str, ...] = ()
+    tools: tuple[AgentTool, ...] = ()
+    scoped_models: tuple[ScopedModel, ...] = ()
+    resources: ResourceRequest
+    """The resources the system prompt is built from (loaded when the session starts)."""
+    verbose: bool = False
+    auto_resize_images: bool = True
+    """pi's ``images.autoResize`` (the read tool and ``@file`` images)."""
 
-    def session_options(self) -> dict[str, Any]:
+    def session_options(self, system_prompt: str) -> dict[str, Any]:
         """Keyword arguments for :func:`~pitrio.sessions.open_agent_session`."""
         return {
             "session_manager": self.session_manager,
             "settings": self.settings,
             "model": self.model,
             "thinking_level": self.thinking_level,
-            "system_prompt": self.system_prompt,
+            "system_prompt": system_prompt,
+            "tools": self.tools,
             "models": self.setup.available(),
+            "scoped_models": self.scoped_models,
             "registry": self.setup.registry,
             "has_auth": self.setup.credentials.has_auth,
         }
@@ -475,6 +439,10 @@ def build_runtime(
     env: Mapping[str, str],
     warn: Callable[[str], None],
     require_auth: bool = True,
+    notice: Callable[[str], None] | None = None,
+    pick: PickSession | None = None,
+    bash_operations: BashOperations | None = None,
+    home: str | None = None,
 ) -> Runtime:
     """Build the runtime the flags describe.
 
@@ -483,17 +451,35 @@ def build_runtime(
         env: the environment (keys, agent and session dirs).
         warn: called with each warning as it is found (before any error is raised).
         require_auth: fail at once when the chosen model has no key (there is a prompt).
+        notice: called with each notice (a file read from pi's dir, a session of pi's
+            copied); default: ``warn``.
+        pick: chooses the session for ``-r`` (default: the most recent).
+        bash_operations: how the bash tool runs commands (default: the local shell).
+        home: the home directory (default: ``env["HOME"]``, else the user's).
 
     Raises:
         CliError: a flag names an unknown model or session, or no model can be used.
     """
-    agent_dir = _agent_dir(env)
-    settings = SettingsManager.create(cwd, agent_dir)
+    tell = notice if notice is not None else warn
+    dirs = resolve_agent_dirs(env, home=home or env.get("HOME") or None)
+    agent_dir = dirs.write_dir
+    told: set[str] = set()
+
+    def config_file(name: str) -> str:
+        path = dirs.config_file(name)
+        message = dirs.fallback_notice(path)
+        if message is not None and path not in told:
+            told.add(path)
+            tell(message)
+        return path
+
+    config_file("settings.json")
+    settings = SettingsManager.from_storage(AgentDirSettingsStorage(cwd, dirs))
     for error in settings.drain_errors():
         warn(str(error))
     if args.stall_timeout is not None:
         settings.apply_overrides({"streamStallTimeoutMs": round(args.stall_timeout * 1000)})
-    setup = load_model_setup(agent_dir, env, settings)
+    setup = load_model_setup(agent_dir, env, settings, models_path=config_file(MODELS_FILE))
     for warning in setup.warnings:
         warn(warning)
     flags_model, thinking, flag_warnings = resolve_flags_model(args, setup.models)
@@ -505,14 +491,33 @@ def build_runtime(
         else:
             valid = ", ".join(THINKING_LEVELS)
             warn(f'Invalid thinking level "{args.thinking}". Valid values: {valid}')
-    if args.api_key and flags_model is None:
+    patterns = args.models
+    if patterns is None:
+        patterns = setting_value(settings, "enabledModels", list, warn)
+    scoped: list[tuple[Model, str | None]] = []
+    if patterns:
+        scoped, scope_warnings = resolve_model_scope(patterns, setup.available())
+        for warning in scope_warnings:
+            warn(warning)
+    if args.api_key and flags_model is None and not scoped:
         raise CliError(
-            "Error: --api-key requires a model to be specified via --model or --provider"
+            "Error: --api-key requires a model to be specified via --model, --provider or --models"
         )
-    manager = open_session_manager(args, cwd, resolve_session_dir(args, env, settings), agent_dir)
+    manager = open_session_manager(
+        args.session,
+        cwd=cwd,
+        dirs=dirs,
+        session_dir=resolve_session_dir(args, env, settings),
+        no_session=args.no_session,
+        fork=args.fork,
+        resume=args.resume,
+        continue_session=args.continue_session,
+        pick=pick,
+        notice=tell,
+    )
     try:
         model, thinking, model_warnings = choose_model(
-            (flags_model, thinking), setup, settings, manager
+            (flags_model, thinking), setup, settings, manager, scoped
         )
         for warning in model_warnings:
             warn(warning)
@@ -525,22 +530,50 @@ def build_runtime(
     except BaseException:
         manager.close()
         raise
+    session_cwd = manager.get_cwd()
+    tool_names = select_tool_names(
+        args.tools, no_tools=args.no_tools, no_builtin_tools=args.no_builtin_tools, warn=warn
+    )
+    auto_resize = setting_value(settings, "images.autoResize", bool, warn)
+    tools = create_session_tools(
+        tool_names,
+        session_cwd,
+        command_prefix=setting_value(settings, "shellCommandPrefix", str, warn),
+        shell_path=setting_value(settings, "shellPath", str, warn),
+        auto_resize_images=auto_resize is not False,
+        bash_operations=bash_operations,
+    )
+    resources = ResourceRequest(
+        cwd=session_cwd,
+        resource_dir=dirs.resource_dir(),
+        global_settings=settings.global_settings,
+        project_settings=settings.project_settings,
+        skill_paths=args.skills,
+        prompt_template_paths=args.prompt_templates,
+        no_skills=args.no_skills,
+        no_prompt_templates=args.no_prompt_templates,
+        no_context_files=args.no_context_files,
+        system_prompt=args.system_prompt,
+        append_system_prompt=args.append_system_prompt or None,
+    )
     return Runtime(
         session_manager=manager,
         settings=settings,
         model=model,
         thinking_level=cast("ModelThinkingLevel | None", thinking),
         setup=setup,
-        system_prompt=build_system_prompt(args, manager.get_cwd(), warn),
         agent_dir=agent_dir,
+        dirs=dirs,
+        tool_names=tuple(tool_names),
+        tools=tuple(tools),
+        scoped_models=tuple(
+            ScopedModel(model=m, thinking_level=cast("ModelThinkingLevel | None", level))
+            for m, level in scoped
+        ),
+        resources=resources,
+        verbose=args.verbose,
+        auto_resize_images=auto_resize is not False,
     )
-
-
-def _agent_dir(env: Mapping[str, str]) -> str:
-    configured = env.get(AGENT_DIR_ENV)
-    if configured:
-        return _expand_tilde(configured)
-    return os.path.join(os.path.expanduser("~"), CONFIG_DIR_NAME, "agent")
 
 
 def _expand_tilde(path: str) -> str:
@@ -653,8 +686,9 @@ def list_models(args: CliArgs, *, env: Mapping[str, str]) -> tuple[str, list[str
     When keys are the reason the list is short or empty, :func:`keyless_hint` follows the
     table (pi only says ``No models matching``).
     """
-    agent_dir = _agent_dir(env)
-    setup = load_model_setup(agent_dir, env)
+    dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
+    agent_dir = dirs.write_dir
+    setup = load_model_setup(agent_dir, env, models_path=dirs.config_file(MODELS_FILE))
     search = args.list_models if isinstance(args.list_models, str) else None
     table = format_model_table(setup.available(), search)
     hint = keyless_hint(setup, search, agent_dir)

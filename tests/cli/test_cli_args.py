@@ -18,12 +18,10 @@ import pytest
 from pitrio.cli._faux_cli import echo_reply
 from pitrio.cli._main import build_prompts, parse_cli_args, read_piped_stdin
 from pitrio.cli._setup import (
-    DEFAULT_SYSTEM_PROMPT,
     CliArgs,
     CliError,
     Runtime,
     build_runtime,
-    build_system_prompt,
     format_model_table,
     list_models,
     load_model_setup,
@@ -366,16 +364,28 @@ def test_session_from_a_missing_directory_is_refused(env: Env, tmp_path: Path) -
 def test_system_prompt_from_file_with_appends_date_and_cwd(env: Env, tmp_path: Path) -> None:
     """``--system-prompt`` may name a file; appends follow; date and cwd end the prompt."""
     (tmp_path / "prompt.md").write_text("Be a pirate.")
-    args = CliArgs(
-        system_prompt=str(tmp_path / "prompt.md"), append_system_prompt=("Say arr.", "Twice.")
+    runtime = env.runtime(
+        "--system-prompt",
+        str(tmp_path / "prompt.md"),
+        "--append-system-prompt",
+        "Say arr.",
+        "--append-system-prompt",
+        "Twice.",
+        "--no-session",
+        "--provider",
+        "faux",
     )
-    prompt = build_system_prompt(args, "/work/x", env.warnings.append, datetime.date(2025, 3, 4))
+    prompt = runtime.resources.load().build_system_prompt(
+        list(runtime.tool_names), today=datetime.date(2025, 3, 4)
+    )
     assert prompt == (
         "Be a pirate.\n\nSay arr.\n\nTwice.\n"
-        "Current date: 2025-03-04\nCurrent working directory: /work/x"
+        f"Current date: 2025-03-04\nCurrent working directory: {env.cwd}"
     )
-    default = build_system_prompt(CliArgs(), "/w", env.warnings.append)
-    assert default.startswith(DEFAULT_SYSTEM_PROMPT)
+    default = env.runtime("--no-session", "--provider", "faux").resources.load()
+    assert default.build_system_prompt(["read"]).startswith(
+        "You are an expert coding assistant operating inside pitrio"
+    )
 
 
 def test_model_table_filters_fuzzily_and_sorts_like_pi() -> None:
