@@ -158,6 +158,30 @@ def test_tools_run_in_the_session_cwd_with_the_shell_settings(place: Home) -> No
     assert bash.operations.shell_path == "/bin/sh"  # type: ignore[attr-defined]
 
 
+def test_a_shell_path_wrapper_and_the_prefix_confine_every_command(place: Home) -> None:
+    """The README's sandboxing recipe: bash runs through the ``shellPath`` wrapper, in the
+    session's cwd, after the ``shellCommandPrefix`` line."""
+    wrapper = place.write(
+        place.root / "jailed-bash", '#!/bin/sh\necho "wrapped in $(pwd)"\nexec /bin/bash "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    place.write(
+        place.pitrio_dir / "settings.json",
+        {"shellPath": str(wrapper), "shellCommandPrefix": "GREETING=prefixed"},
+    )
+    script = [
+        {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "echo $GREETING"}}]},
+        "done",
+    ]  # fmt: skip
+    path = place.write(place.root / "script.json", script)
+    done = place.run("--provider", "faux", "--mode", "json", "go", PITRIO_FAUX_SCRIPT=str(path))
+    assert done.returncode == 0, done.stderr
+    ends = [
+        e for e in map(json.loads, done.stdout.splitlines()) if e["type"] == "tool_execution_end"
+    ]
+    assert ends[0]["result"]["content"][0]["text"] == f"wrapped in {place.cwd}\nprefixed\n"
+
+
 # --------------------------------------------------------------------------- resources, prompts
 
 
