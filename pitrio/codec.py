@@ -1,7 +1,6 @@
 """The wire codec: pitrio's attrs classes <-> pi's JSON.
 
-One :class:`cattrs.Converter` serves every wire type of every layer. A wire type is an attrs
-class decorated with :func:`wire`; the codec then
+A wire type is an attrs class decorated with :func:`wire`. Every codec
 
 * renames ``snake_case`` attributes to pi's ``camelCase`` keys (or the key named in a field's
   ``metadata={"wire": "..."}``),
@@ -11,22 +10,44 @@ class decorated with :func:`wire`; the codec then
 * writes integral floats as integers, because JavaScript has one number type and pi's JSON says
   ``0`` where Python would say ``0.0``.
 
-Discriminated unions (``role`` for messages, ``type`` for content blocks and events) are
-registered with :func:`register_tagged_union`; layers above add their members (custom message
-roles, agent events, session entries) the same way. Unknown tags decode to the union's
-fallback class when one is registered, and otherwise raise :class:`WireFormatError`.
+One codec per layer. This module holds the machinery (:func:`wire`, the hook factories,
+:class:`WireFormatError`) and :class:`WireCodec`, a cattrs converter with the methods the layers
+need. Each layer builds its own codec once, in a private ``_codec`` module, after its types are
+defined, and seals it:
 
-Encoding to bytes goes through orjson (:func:`dumps`, :func:`loads`), never ``json.dumps``.
+``pitrio.providers._codec.PROVIDERS_CODEC``
+    messages, content blocks, ``AssistantMessageEvent``.
+``pitrio.tools._codec.TOOLS_CODEC`` (derived from the providers codec)
+    every ``AgentTool`` subclass.
+``pitrio.actors._codec.ACTORS_CODEC`` (derived from the tools codec)
+    ``AgentMessage`` (with the custom roles of :func:`pitrio.actors.register_agent_message`),
+    ``AgentEvent``.
+``pitrio.sessions._codec.SESSIONS_CODEC`` (derived from the actors codec)
+    session entries, the coding agent's message kinds, ``AgentSessionEvent``.
 
-This module is the floor of the package: it imports nothing else from pitrio.
+A derived codec is a copy (``make_codec(base)``), so a higher layer never changes what a lower
+layer's codec knows, and a sealed codec refuses registrations. Discriminated unions (``role`` for
+messages, ``type`` for content blocks, events and entries) are taught with
+:meth:`WireCodec.register_tagged_union`; an unknown tag decodes to the union's fallback class when
+one is registered, and otherwise raises :class:`WireFormatError`. Library code always uses its
+own layer's codec. The module-level :func:`to_wire`, :func:`from_wire` and :func:`dumps` are for
+users and tests: they use the widest codec loaded (:func:`widest_codec`), which knows every type
+of every layer imported so far. ``cattrs.global_converter`` is never used.
+
+Encoding to bytes goes through orjson (:meth:`WireCodec.dumps`, :func:`loads`), never
+``json.dumps``.
+
+This module is the floor of the package: it imports nothing else from pitrio but the exceptions.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, TypeVar, cast, overload
+from types import UnionType
+from typing import Any, Final, TypeVar, Union, cast, get_args, get_origin, overload
 
 import attrs
 import cattrs
@@ -34,19 +55,23 @@ import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from pitrio._exceptions import PitrioError
+from pitrio._exceptions import UsageError as _UsageError
 
 __all__ = [
+    "BASE_CODEC",
     "EXTRA",
     "PitrioError",
+    "WireCodec",
     "WireFormatError",
     "camel",
     "dumps",
     "extra_field",
     "from_wire",
     "loads",
+    "make_codec",
     "register_tagged_union",
-    "register_type",
     "to_wire",
+    "widest_codec",
     "wire",
 ]
 
@@ -153,7 +178,28 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(Any, _passthrough)
     conv.register_unstructure_hook_factory(_is_wire, _unstructure_factory)
     conv.register_structure_hook_factory(_is_wire, _structure_factory)
+    conv.register_structure_hook_factory(_is_untaught_wire_union, _refuse_union)
     return conv
+
+
+def _is_untaught_wire_union(tp: Any) -> bool:
+    # Registered first, so every union a codec is taught (registered later) takes precedence.
+    if get_origin(tp) not in (Union, UnionType):
+        return False
+    members = [arg for arg in get_args(tp) if arg is not type(None)]
+    return len(members) > 1 and any(_is_wire(arg) for arg in members)
+
+
+def _refuse_union(tp: Any) -> Callable[[Any, Any], Any]:
+    # cattrs would otherwise guess the member from which keys are present. A union of wire
+    # classes is decoded by its tag or not at all: a codec that was not taught the union (a
+    # lower layer's codec meeting a higher layer's union) says so.
+    name = getattr(tp, "__name__", None) or repr(tp)
+
+    def structure(data: Any, _: Any) -> Any:
+        raise WireFormatError(f"{name} is not a union this codec knows", type_name=name)
+
+    return structure
 
 
 def _unstructure_factory(cls: type, conv: cattrs.Converter) -> Callable[[Any], dict[str, Any]]:
@@ -231,127 +277,227 @@ def _describe(exc: BaseException) -> str:
     return str(exc)
 
 
-_converter: Final = _make_converter()
+class WireCodec:
+    """One layer's codec: a cattrs converter that knows the layer's wire types and unions.
 
+    Build one with :func:`make_codec`, teach it the layer's unions with
+    :meth:`register_tagged_union` and :meth:`register_type`, then :meth:`seal` it. A sealed codec
+    refuses further registrations, so a layer's codec is complete once its ``_codec`` module has
+    been imported and no higher layer can change what it knows; a higher layer derives its own
+    codec from it with ``make_codec(base)`` instead.
 
-def register_tagged_union(
-    union: Any,
-    tag: str,
-    members: Mapping[str, type] | Iterable[type],
-    *,
-    fallback: Callable[[Mapping[str, Any]], Any] | None = None,
-) -> None:
-    """Teach the codec a discriminated union.
-
-    Args:
-        union: the union type (``A | B | C``) as used in annotations; decoding a value annotated
-            with it dispatches on ``tag``. Registering the same union again replaces it.
-        tag: the discriminating key (``"type"`` or ``"role"``).
-        members: tag value -> class, or classes whose ``tag`` attribute has a default. A ``dict``
-            is used live, so members added to it later are decoded too.
-        fallback: called with the raw object when the tag is unknown (forward compatibility);
-            without one, an unknown tag raises :class:`WireFormatError`.
+    Every wire class (see :func:`wire`) is understood by every codec; what a codec adds over its
+    base is unions (which tag decodes to which class) and types with hand-written hooks.
     """
-    if isinstance(members, dict):
-        table = members  # live: the owner may add members later
-    elif isinstance(members, Mapping):
-        table = dict(members)
-    else:
-        table = {}
-        for cls in members:
-            default = attrs.fields_dict(cls)[tag].default
-            table[cast(str, default)] = cls
-    name = getattr(union, "__name__", None) or repr(union)
-    structure_member = _converter.structure
 
-    def structure(data: Any, _: Any) -> Any:
-        if not isinstance(data, Mapping):
-            raise WireFormatError(f"expected a JSON object, got {data!r}", type_name=name)
-        cls = table.get(data.get(tag))
-        if cls is None:
-            if fallback is not None:
-                return fallback(data)
-            known = ", ".join(sorted(table))
-            raise WireFormatError(
-                f"unknown {tag} {data.get(tag)!r} (expected one of: {known})", type_name=name
+    __slots__ = ("_converter", "_default", "_sealed", "_unstructure", "name")
+
+    def __init__(self, converter: cattrs.Converter, name: str) -> None:
+        self._converter = converter
+        self._unstructure: Callable[[Any], Any] = converter.unstructure
+        self._default = _make_default(converter)
+        self._sealed = False
+        self.name = name
+        """What the codec is for (``"providers"``, ``"sessions"``, ...), for reprs and errors."""
+
+    def __repr__(self) -> str:
+        state = "sealed" if self._sealed else "open"
+        return f"<WireCodec {self.name!r} ({state})>"
+
+    @property
+    def sealed(self) -> bool:
+        """Whether :meth:`seal` was called (registrations are then refused)."""
+        return self._sealed
+
+    def seal(self) -> WireCodec:
+        """Refuse further registrations from now on; return the codec itself."""
+        self._sealed = True
+        return self
+
+    def _check_open(self) -> None:
+        if self._sealed:
+            raise _UsageError(
+                f"the {self.name} codec is sealed: derive a codec with make_codec(base) instead"
             )
-        return structure_member(data, cls)
 
-    _converter.register_structure_hook_func(lambda t: t == union, structure)
-    # Unstructure dispatches on the runtime class, whatever union the field was declared with.
-    _converter.register_unstructure_hook_func(lambda t: t == union, _converter.unstructure)
+    # ------------------------------------------------------------------ registration
+
+    def register_tagged_union(
+        self,
+        union: Any,
+        tag: str,
+        members: Mapping[str, type] | Iterable[type],
+        *,
+        fallback: Callable[[Mapping[str, Any]], Any] | None = None,
+    ) -> None:
+        """Teach the codec a discriminated union.
+
+        Args:
+            union: the union type (``A | B | C``) as used in annotations; decoding a value
+                annotated with it dispatches on ``tag``. Registering the same union again (in
+                this codec or one derived from it) replaces it.
+            tag: the discriminating key (``"type"`` or ``"role"``).
+            members: tag value -> class, or classes whose ``tag`` attribute has a default. A
+                mapping is consulted live (a ``ChainMap`` over a registry another module owns
+                works), so members its owner adds later are decoded too; pass a copy to freeze
+                it. An iterable of classes is read once.
+            fallback: called with the raw object when the tag is unknown (forward
+                compatibility); without one, an unknown tag raises :class:`WireFormatError`.
+
+        Raises:
+            UsageError: the codec is sealed.
+        """
+        self._check_open()
+        table: Mapping[str, type]
+        if isinstance(members, Mapping):
+            table = members
+        else:
+            table = {cast(str, attrs.fields_dict(cls)[tag].default): cls for cls in members}
+        name = getattr(union, "__name__", None) or repr(union)
+
+        # Hook factories, not hooks: a factory is called with the converter that uses it, so in
+        # a codec derived from this one the members are decoded by the derived converter (which
+        # may know more types than this one). Converter.copy() keeps factories as factories.
+        def structure_factory(_: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+            structure_member = conv.structure
+
+            def structure(data: Any, _: Any) -> Any:
+                if not isinstance(data, Mapping):
+                    raise WireFormatError(f"expected a JSON object, got {data!r}", type_name=name)
+                cls = table.get(data.get(tag))  # type: ignore[arg-type]
+                if cls is None:
+                    if fallback is not None:
+                        return fallback(data)
+                    known = ", ".join(sorted(table))
+                    raise WireFormatError(
+                        f"unknown {tag} {data.get(tag)!r} (expected one of: {known})",
+                        type_name=name,
+                    )
+                return structure_member(data, cls)
+
+            return structure
+
+        def unstructure_factory(_: Any, conv: cattrs.Converter) -> Callable[[Any], Any]:
+            # Unstructure dispatches on the runtime class, whatever union the field declared.
+            return conv.unstructure
+
+        self._converter.register_structure_hook_factory(lambda t: t == union, structure_factory)
+        self._converter.register_unstructure_hook_factory(lambda t: t == union, unstructure_factory)
+
+    def register_type(
+        self,
+        tp: Any,
+        *,
+        encode: Callable[[Any], Any] | None = None,
+        decode: Callable[[Any], Any] | None = None,
+        subclasses: bool = False,
+    ) -> None:
+        """Register how a non-wire type (or a union) is encoded and decoded.
+
+        Args:
+            tp: the class or union, compared by equality with field annotations.
+            encode: object -> JSON-ready data; matched on the object's runtime class too.
+            decode: JSON-ready data -> object.
+            subclasses: match every subclass of the class ``tp`` too (a protocol base class
+                whose user subclasses should all encode the same way).
+
+        Raises:
+            UsageError: the codec is sealed.
+        """
+        self._check_open()
+        if subclasses:
+
+            def matches(t: Any) -> bool:
+                return isinstance(t, type) and issubclass(t, tp)
+        else:
+
+            def matches(t: Any) -> bool:
+                return bool(t == tp)
+
+        if encode is not None:
+            self._converter.register_unstructure_hook_func(matches, encode)
+        if decode is not None:
+            self._converter.register_structure_hook_func(matches, lambda data, _: decode(data))
+
+    # ------------------------------------------------------------------ use
+
+    def to_wire(self, obj: Any) -> Any:
+        """Encode a wire object (or a list/tuple/dict of them) as pi's JSON-ready data."""
+        return self._unstructure(obj)
+
+    @overload
+    def from_wire(self, cls: type[_T], data: Any) -> _T: ...
+    @overload
+    def from_wire(self, cls: Any, data: Any) -> Any: ...
+    def from_wire(self, cls: Any, data: Any) -> Any:
+        """Decode pi's JSON-ready data as ``cls`` (a wire class or a registered union).
+
+        Raises:
+            WireFormatError: the data does not have the shape of ``cls``, or ``cls`` is a union
+                this codec was not taught.
+        """
+        try:
+            return self._converter.structure(data, cls)
+        except WireFormatError:
+            raise
+        except Exception as exc:
+            name = getattr(cls, "__name__", repr(cls))
+            raise WireFormatError(f"{name}: {_describe(exc)}", type_name=name) from exc
+
+    def dumps(self, obj: Any) -> bytes:
+        """Encode a wire object (or plain JSON data) as compact JSON bytes, as pi writes it.
+
+        A lone UTF-16 surrogate in a string (JavaScript strings can hold one, and pi writes it
+        as a ``\\udXXX`` escape) is written the same way.
+        """
+        if type(obj).__dict__.get(_WIRE_FLAG, False) is True:
+            obj = self._unstructure(obj)
+        default = self._default
+        try:
+            return orjson.dumps(obj, default=default)
+        except TypeError as exc:
+            if "surrogates not allowed" not in str(exc):
+                raise
+        text = json.dumps(obj, default=default, ensure_ascii=False, separators=(",", ":"))
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
+
+    @staticmethod
+    def loads(data: bytes | str) -> Any:
+        """Parse JSON text (the same as :func:`pitrio.codec.loads`; no codec is involved)."""
+        return loads(data)
 
 
-def register_type(
-    tp: Any,
-    *,
-    encode: Callable[[Any], Any] | None = None,
-    decode: Callable[[Any], Any] | None = None,
-) -> None:
-    """Register how a non-wire type (or a union) is encoded and decoded.
+def make_codec(base: WireCodec | None = None, *, name: str = "") -> WireCodec:
+    """Return a new, open codec: a copy of ``base`` (with all its registrations) or a bare one.
+
+    The copy is independent: registering into it never changes ``base``. (cattrs'
+    ``Converter.copy`` keeps every hook and hook factory; the hooks it had already generated
+    for concrete classes are regenerated on first use, against the copy.)
 
     Args:
-        tp: the class or union, compared by equality with field annotations.
-        encode: object -> JSON-ready data; matched on the object's runtime class too.
-        decode: JSON-ready data -> object.
+        base: the lower layer's codec, or ``None`` for one that knows only wire classes and
+            JSON primitives.
+        name: what the codec is for (shown in its repr and in errors).
     """
-    if encode is not None:
-        _converter.register_unstructure_hook_func(lambda t: t == tp, encode)
-    if decode is not None:
-        _converter.register_structure_hook_func(lambda t: t == tp, lambda data, _: decode(data))
-
-
-def to_wire(obj: Any) -> Any:
-    """Encode a wire object (or a list/tuple/dict of them) as pi's JSON-ready Python data."""
-    return _converter.unstructure(obj)
-
-
-@overload
-def from_wire(cls: type[_T], data: Any) -> _T: ...
-@overload
-def from_wire(cls: Any, data: Any) -> Any: ...
-def from_wire(cls: Any, data: Any) -> Any:
-    """Decode pi's JSON-ready data as ``cls`` (a wire class or a registered union).
-
-    Raises:
-        WireFormatError: the data does not have the shape of ``cls``.
-    """
-    try:
-        return _converter.structure(data, cls)
-    except WireFormatError:
-        raise
-    except Exception as exc:
-        name = getattr(cls, "__name__", repr(cls))
-        raise WireFormatError(f"{name}: {_describe(exc)}", type_name=name) from exc
-
-
-def dumps(obj: Any) -> bytes:
-    """Encode a wire object (or plain JSON data) as compact JSON bytes, as pi writes it.
-
-    A lone UTF-16 surrogate in a string (JavaScript strings can hold one, and pi writes it as a
-    ``\\udXXX`` escape) is written the same way.
-    """
-    if _is_wire(type(obj)):
-        obj = _converter.unstructure(obj)
-    try:
-        return orjson.dumps(obj, default=_default)
-    except TypeError as exc:
-        if "surrogates not allowed" not in str(exc):
-            raise
-    text = json.dumps(obj, default=_default, ensure_ascii=False, separators=(",", ":"))
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
+    converter = _make_converter() if base is None else base._converter.copy()
+    return WireCodec(converter, name or (f"{base.name}+" if base is not None else "base"))
 
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
-def _default(obj: Any) -> Any:
-    if _is_wire(type(obj)):
-        return _converter.unstructure(obj)
-    data = _converter.unstructure(obj)
-    if data is not obj:
-        return data
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+def _make_default(conv: cattrs.Converter) -> Callable[[Any], Any]:
+    unstructure = conv.unstructure
+
+    def default(obj: Any) -> Any:
+        # orjson calls this for what it cannot encode itself: wire objects nested in plain
+        # data, and types registered with encode hooks.
+        data = unstructure(obj)
+        if data is not obj:
+            return data
+        raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+    return default
 
 
 def loads(data: bytes | str) -> Any:
@@ -367,3 +513,84 @@ def loads(data: bytes | str) -> Any:
             raise
     # JSON from JavaScript may escape a lone surrogate; orjson refuses it, the stdlib keeps it.
     return json.loads(data)
+
+
+# --------------------------------------------------------------------------- the public helpers
+
+BASE_CODEC: Final = make_codec(name="base").seal()
+"""The codec that knows only wire classes and JSON primitives (no unions); every layer's codec
+derives from it."""
+
+# Highest layer first; each layer's codec is a superset of the ones below it (each derives from
+# the one below). Looked up by name in sys.modules, so this floor module imports no layer.
+_LAYER_CODECS: Final = (
+    ("pitrio.sessions._codec", "SESSIONS_CODEC"),
+    ("pitrio.actors._codec", "ACTORS_CODEC"),
+    ("pitrio.tools._codec", "TOOLS_CODEC"),
+    ("pitrio.providers._codec", "PROVIDERS_CODEC"),
+)
+
+
+def widest_codec() -> WireCodec:
+    """Return the codec of the highest pitrio layer imported so far.
+
+    Each layer's codec knows its own unions and every lower layer's, so the widest one loaded
+    can encode and decode any pitrio object this process can hold: a session entry (whose
+    module imported the sessions codec), an agent event, a content block. Importing a layer
+    never changes a lower layer's codec; it only widens what this returns.
+    """
+    modules = sys.modules
+    for module_name, attribute in _LAYER_CODECS:
+        module = modules.get(module_name)
+        if module is not None:
+            # While a layer's _codec module is still executing, its codec is not there yet.
+            codec = getattr(module, attribute, None)
+            if codec is not None:
+                return cast(WireCodec, codec)
+    return BASE_CODEC
+
+
+def to_wire(obj: Any) -> Any:
+    """Encode a wire object (or a list/tuple/dict of them) as pi's JSON-ready Python data.
+
+    Uses :func:`widest_codec`; library code uses its own layer's codec instead.
+    """
+    return widest_codec().to_wire(obj)
+
+
+@overload
+def from_wire(cls: type[_T], data: Any) -> _T: ...
+@overload
+def from_wire(cls: Any, data: Any) -> Any: ...
+def from_wire(cls: Any, data: Any) -> Any:
+    """Decode pi's JSON-ready data as ``cls`` (a wire class or a union some layer registered).
+
+    Uses :func:`widest_codec`; library code uses its own layer's codec instead.
+
+    Raises:
+        WireFormatError: the data does not have the shape of ``cls``.
+    """
+    return widest_codec().from_wire(cls, data)
+
+
+def dumps(obj: Any) -> bytes:
+    """Encode a wire object (or plain JSON data) as compact JSON bytes, as pi writes it.
+
+    Uses :func:`widest_codec`; library code uses its own layer's codec instead.
+    """
+    return widest_codec().dumps(obj)
+
+
+def register_tagged_union(
+    union: Any,
+    tag: str,
+    members: Mapping[str, type] | Iterable[type],
+    *,
+    fallback: Callable[[Mapping[str, Any]], Any] | None = None,
+) -> None:
+    """Deprecated, does nothing: each layer registers its unions in its own ``_codec`` module.
+
+    Kept (issue 10) only so a module not yet migrated still imports; the union it names must be
+    registered in its layer's codec (``<layer>/_codec.py``), which is where decoding looks.
+    """
+    del union, tag, members, fallback

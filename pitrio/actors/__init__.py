@@ -6,6 +6,9 @@ files, sessions or extensions (those layers import this one).
 """
 
 from pitrio._publish import publish as _publish
+
+# Built at import, once: the layer's sealed codec (see pitrio.codec).
+from pitrio.actors import _codec as _codec
 from pitrio.actors._agent import CLOSE_GRACE as CLOSE_GRACE
 from pitrio.actors._agent import FOLLOW_UP_BUFFER as FOLLOW_UP_BUFFER
 from pitrio.actors._agent import STEERING_BUFFER as STEERING_BUFFER

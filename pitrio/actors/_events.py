@@ -1,6 +1,6 @@
 """``AgentEvent``: the ordered lifecycle events an agent emits (seed 002 s.7.1).
 
-Frozen wire classes; ``pitrio.codec.to_wire(event)`` gives pi's JSON for each.
+Frozen wire classes; the actors codec (:mod:`pitrio.actors._codec`) gives pi's JSON for each.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from pitrio.actors._messages import AgentMessage, StreamingMessage
-from pitrio.codec import extra_field, register_tagged_union, wire
+from pitrio.codec import extra_field, wire
 from pitrio.providers import AssistantMessageEvent, ToolResultMessage
 from pitrio.tools import AgentToolResult
 
@@ -159,5 +159,3 @@ AGENT_EVENT_TYPES: tuple[type, ...] = (
     ToolExecutionUpdateEvent,
     ToolExecutionEndEvent,
 )
-
-register_tagged_union(AgentEvent, "type", AGENT_EVENT_TYPES)

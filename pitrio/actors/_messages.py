@@ -1,8 +1,9 @@
 """``AgentMessage``: what an agent's transcript holds (pi-agent-core ``AgentMessage``).
 
-The three pi-ai messages plus any message kind a layer above adds (pi extends the union by
-declaration merging; pitrio by subclassing :class:`ExtensionMessage` and calling
-:func:`register_agent_message`). A message whose role nobody registered decodes to an
+The three pi-ai messages plus any message kind a layer above or a user adds (pi extends the
+union by declaration merging). A layer above teaches its own codec its kinds (the sessions codec
+knows ``bashExecution``, ``custom``, ...); a user subclasses :class:`ExtensionMessage` and calls
+:func:`register_agent_message`. A message whose role nobody registered decodes to an
 :class:`OpaqueMessage` that keeps its JSON untouched, so a transcript from a newer pi survives a
 load/save round trip.
 """
@@ -10,11 +11,12 @@ load/save round trip.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from types import MappingProxyType
+from typing import Any, Final, TypeAlias
 
 import attrs
 
-from pitrio.codec import register_tagged_union, register_type
+from pitrio._exceptions import UsageError
 from pitrio.providers import (
     AssistantMessage,
     Message,
@@ -51,16 +53,39 @@ AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | E
 StreamingMessage: TypeAlias = AgentMessage | PartialAssistantMessage
 """What ``message_start``/``message_update`` carry: a partial while the model streams."""
 
-_AGENT_MESSAGE_TYPES: dict[str, type] = {
-    "user": UserMessage,
-    "assistant": AssistantMessage,
-    "toolResult": ToolResultMessage,
-}
+PI_AI_MESSAGE_TYPES: Final[Mapping[str, type]] = MappingProxyType(
+    {"user": UserMessage, "assistant": AssistantMessage, "toolResult": ToolResultMessage}
+)
+"""Role -> class of the three pi-ai messages."""
+
+_registered_messages: dict[str, type] = {}
+
+REGISTERED_AGENT_MESSAGES: Final[Mapping[str, type]] = MappingProxyType(_registered_messages)
+"""Role -> class of the custom message kinds users registered (a live, read-only view)."""
 
 
 def register_agent_message(role: str, cls: type) -> None:
-    """Decode messages with ``role`` as ``cls`` wherever an ``AgentMessage`` is expected."""
-    _AGENT_MESSAGE_TYPES[role] = cls
+    """Decode messages with ``role`` as ``cls`` wherever an ``AgentMessage`` is expected.
+
+    pi adds message kinds by declaration merging, which is process-wide, and so is this: the
+    role is known from now on to the actors codec and to every codec derived from it (the
+    sessions codec, so a session file holding such messages round-trips). Those codecs look the
+    role up in this registry each time they meet an unknown role, so registering changes no
+    codec, and registering late (after messages were decoded) is fine. A role some layer
+    defines itself (``bashExecution``, ``custom``, ``branchSummary``, ``compactionSummary`` in
+    :mod:`pitrio.sessions`) keeps that layer's class in that layer's codec.
+
+    Args:
+        role: the message's ``role`` value.
+        cls: a :func:`~pitrio.codec.wire` class, normally an :class:`ExtensionMessage` subclass,
+            whose ``role`` attribute is fixed to ``role``.
+
+    Raises:
+        UsageError: ``role`` is one of pi-ai's message roles.
+    """
+    if role in PI_AI_MESSAGE_TYPES:
+        raise UsageError(f"{role!r} is a pi-ai message role and cannot be re-registered")
+    _registered_messages[role] = cls
 
 
 def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
@@ -68,12 +93,3 @@ def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
     return [
         m for m in messages if isinstance(m, UserMessage | AssistantMessage | ToolResultMessage)
     ]
-
-
-register_type(OpaqueMessage, encode=lambda message: dict(message.data))
-register_tagged_union(
-    AgentMessage, "role", _AGENT_MESSAGE_TYPES, fallback=lambda data: OpaqueMessage(dict(data))
-)
-register_tagged_union(
-    StreamingMessage, "role", _AGENT_MESSAGE_TYPES, fallback=lambda data: OpaqueMessage(dict(data))
-)

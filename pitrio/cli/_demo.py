@@ -13,7 +13,7 @@ from typing import Any, TextIO
 import trio
 
 from pitrio.actors import AgentEvent, MessageUpdateEvent, ToolExecutionEndEvent, open_agent
-from pitrio.codec import dumps
+from pitrio.actors._codec import ACTORS_CODEC
 from pitrio.providers import (
     AssistantMessage,
     Context,
@@ -102,7 +102,7 @@ async def _converse(out: TextIO, *, speed: float, json_mode: bool) -> int:
 
     def _print_event(event: AgentEvent) -> None:
         if json_mode:
-            out.write(dumps(event).decode() + "\n")
+            out.write(ACTORS_CODEC.dumps(event).decode() + "\n")
             return
         match event:
             case MessageUpdateEvent(assistant_message_event=inner):

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from pitrio.codec import extra_field, register_tagged_union, wire
+from pitrio.codec import extra_field, wire
 from pitrio.providers._messages import AssistantMessage, ToolCall
 from pitrio.providers._partial import PartialAssistantMessage
 
@@ -198,6 +198,3 @@ def final_message(event: AssistantMessageEvent) -> AssistantMessage:
     if isinstance(event, ErrorEvent):
         return event.error
     raise TypeError(f"{event.type} is not a terminal event")
-
-
-register_tagged_union(AssistantMessageEvent, "type", ASSISTANT_MESSAGE_EVENT_TYPES)

@@ -26,7 +26,7 @@ import orjson
 import trio
 
 from pitrio._awaitable import maybe_await
-from pitrio.codec import to_wire
+from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DoneEvent,
     ErrorEvent,
@@ -191,7 +191,7 @@ def serialize_context(context: Context) -> str:
     for message in context.messages:
         parts.append(f"{message.role}:{_message_text(message)}")
     if context.tools:
-        parts.append(f"tools:{_json(to_wire(list(context.tools)))}")
+        parts.append(f"tools:{_json(PROVIDERS_CODEC.to_wire(list(context.tools)))}")
     return "\n\n".join(parts)
 
 

@@ -12,14 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from pitrio.codec import (
-    WireFormatError,
-    extra_field,
-    from_wire,
-    register_tagged_union,
-    register_type,
-    wire,
-)
+from pitrio.codec import extra_field, wire
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 ThinkingLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
@@ -324,26 +317,3 @@ class StreamOptions:
     thinking_budgets: ThinkingBudgets | None = None
     provider_options: Mapping[str, Any] | None = None
     """API-specific options for ``stream`` (pi's ``ProviderStreamOptions``)."""
-
-
-def _decode_user_content(data: Any) -> str | tuple[UserContentBlock, ...]:
-    if isinstance(data, str):
-        return data
-    if isinstance(data, list):
-        return tuple(from_wire(UserContentBlock, block) for block in data)
-    raise WireFormatError(
-        f"user content must be a string or a list of blocks, got {data!r}", type_name="UserMessage"
-    )
-
-
-def _register_unions() -> None:
-    register_type(str | tuple[UserContentBlock, ...], decode=_decode_user_content)
-    register_tagged_union(UserContentBlock, "type", [TextContent, ImageContent])
-    register_tagged_union(AssistantContentBlock, "type", [TextContent, ThinkingContent, ToolCall])
-    register_tagged_union(
-        ContentBlock, "type", [TextContent, ThinkingContent, ImageContent, ToolCall]
-    )
-    register_tagged_union(Message, "role", [UserMessage, AssistantMessage, ToolResultMessage])
-
-
-_register_unions()

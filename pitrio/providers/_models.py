@@ -14,7 +14,7 @@ from typing import Final
 import attrs
 import orjson
 
-from pitrio.codec import from_wire
+from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._messages import Cost, Model, ModelThinkingLevel, Usage
 from pitrio.providers._registry import ProviderError
 
@@ -48,7 +48,7 @@ class ModelCatalogue:
         for provider, models in orjson.loads(raw).items():
             table = self._models.setdefault(provider, {})
             for model_id, data in models.items():
-                table[model_id] = from_wire(Model, data)
+                table[model_id] = PROVIDERS_CODEC.from_wire(Model, data)
         for provider, models in own.items():  # the caller's models win over built-ins
             self._models.setdefault(provider, {}).update(models)
 

@@ -42,7 +42,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from pitrio.codec import dumps
+from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DoneEvent,
     ErrorEvent,
@@ -905,7 +905,10 @@ def _convert_assistant(
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": dumps(call.arguments).decode()},
+                "function": {
+                    "name": call.name,
+                    "arguments": PROVIDERS_CODEC.dumps(call.arguments).decode(),
+                },
             }
             for call in calls
         ]

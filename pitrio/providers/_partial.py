@@ -20,7 +20,6 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from pitrio.codec import from_wire, register_type, to_wire
 from pitrio.providers._messages import (
     EMPTY_USAGE,
     AssistantContentBlock,
@@ -413,10 +412,3 @@ class AssistantMessageBuilder:
     def build(self) -> AssistantMessage:
         """Return the message as a finished :class:`AssistantMessage`."""
         return self.snapshot().to_message()
-
-
-register_type(PartialAssistantMessage, encode=lambda partial: to_wire(partial.to_message()))
-register_type(
-    AssistantMessage | PartialAssistantMessage,
-    decode=lambda data: from_wire(AssistantMessage, data),
-)

@@ -37,6 +37,7 @@ from pitrio.sessions._agent_session_types import (
     ThinkingLevelChangedEvent as ThinkingLevelChangedEvent,
 )
 from pitrio.sessions._agent_session_types import TreePreparation as TreePreparation
+from pitrio.sessions._codec import decode_entry as decode_entry
 from pitrio.sessions._compaction import AutoCompactionEndEvent as AutoCompactionEndEvent
 from pitrio.sessions._compaction import AutoCompactionStartEvent as AutoCompactionStartEvent
 from pitrio.sessions._compaction import CompactionEndEvent as CompactionEndEvent
@@ -96,7 +97,6 @@ from pitrio.sessions._entries import (
     create_compaction_summary_message as create_compaction_summary_message,
 )
 from pitrio.sessions._entries import create_custom_message as create_custom_message
-from pitrio.sessions._entries import decode_entry as decode_entry
 from pitrio.sessions._entries import generate_id as generate_id
 from pitrio.sessions._entries import is_assistant_entry as is_assistant_entry
 from pitrio.sessions._entries import iso_timestamp as iso_timestamp

@@ -7,9 +7,10 @@ here is a :func:`~pitrio.codec.wire` type, so the codec writes exactly pi's JSON
 verbatim and is written back unchanged.
 
 The message kinds pi-coding-agent adds to ``AgentMessage`` (``bashExecution``, ``custom``,
-``branchSummary``, ``compactionSummary``; seed 002 Appendix A.2) are defined here too and
-registered with :func:`pitrio.actors.register_agent_message`, so a transcript holding them
-round-trips. Their conversion for the LLM lives with the rest of the message handling.
+``branchSummary``, ``compactionSummary``; seed 002 Appendix A.2) are defined here too
+(:data:`SESSION_MESSAGE_TYPES`); the sessions codec (:mod:`pitrio.sessions._codec`) decodes them
+wherever an ``AgentMessage`` is expected, so a transcript holding them round-trips. Their
+conversion for the LLM lives with the rest of the message handling.
 
 Attribute order follows the order in which pi builds each object, so a file written by pitrio
 reads like one written by pi (optional fields that are set come last, as the codec writes them).
@@ -27,8 +28,8 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 
 from pitrio._exceptions import PitrioError
-from pitrio.actors import AgentMessage, ExtensionMessage, register_agent_message
-from pitrio.codec import extra_field, from_wire, register_tagged_union, register_type, wire
+from pitrio.actors import AgentMessage, ExtensionMessage
+from pitrio.codec import extra_field, wire
 from pitrio.providers import (
     EMPTY_USAGE,
     AssistantMessage,
@@ -285,6 +286,15 @@ class CompactionSummaryMessage(ExtensionMessage):
     tokens_before: int
     timestamp: int
     extra: dict[str, Any] | None = extra_field()
+
+
+SESSION_MESSAGE_TYPES: Final[Mapping[str, type]] = {
+    "bashExecution": BashExecutionMessage,
+    "custom": CustomMessage,
+    "branchSummary": BranchSummaryMessage,
+    "compactionSummary": CompactionSummaryMessage,
+}
+"""Role -> class of the message kinds the coding agent adds to ``AgentMessage``."""
 
 
 def create_branch_summary_message(
@@ -549,7 +559,7 @@ def is_assistant_entry(entry: SessionEntry) -> bool:
 # --------------------------------------------------------------------------- fast decoding
 #
 # Loading a long session decodes thousands of messages, and the generic codec path (cattrs plus
-# the wire hooks) costs about 20 µs per entry. decode_entry() builds the common, well-formed
+# the wire hooks) costs about 20 µs per entry. decode_entry_fast() builds the common, well-formed
 # shapes (message entries holding user, assistant and tool-result messages with the usual
 # content blocks) directly, and hands anything else (an unknown key, an unusual type, another
 # entry or message kind) to the codec, which decodes it or reports the error. The fast path
@@ -736,11 +746,10 @@ def _fast_message(data: Any) -> AgentMessage:
     raise _NotFast
 
 
-def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
-    """Decode one session entry (the JSON object of a line after the header).
+def decode_entry_fast(data: Mapping[str, Any]) -> SessionEntry | None:
+    """Build a well-formed message entry directly; ``None`` for anything else.
 
-    Raises:
-        WireFormatError: the object does not have the shape of its entry type.
+    :func:`pitrio.sessions.decode_entry` hands what this declines to the sessions codec.
     """
     if type(data) is dict and data.get("type") == "message" and data.keys() <= _MESSAGE_ENTRY_KEYS:
         try:
@@ -755,22 +764,4 @@ def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
             )
         except (_NotFast, KeyError):
             pass
-    result: SessionEntry = from_wire(SessionEntry, data)
-    return result
-
-
-def _register() -> None:
-    for role, cls in (
-        ("bashExecution", BashExecutionMessage),
-        ("custom", CustomMessage),
-        ("branchSummary", BranchSummaryMessage),
-        ("compactionSummary", CompactionSummaryMessage),
-    ):
-        register_agent_message(role, cls)
-    register_type(UnknownEntry, encode=lambda entry: dict(entry.data))
-    register_tagged_union(
-        SessionEntry, "type", dict(ENTRY_TYPES), fallback=lambda data: UnknownEntry(dict(data))
-    )
-
-
-_register()
+    return None

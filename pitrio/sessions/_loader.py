@@ -19,13 +19,13 @@ from typing import Any, Literal
 import attrs
 import structlog
 
-from pitrio.codec import WireFormatError, dumps, from_wire, loads
+from pitrio.codec import WireFormatError, loads
+from pitrio.sessions._codec import SESSIONS_CODEC, decode_entry
 from pitrio.sessions._entries import (
     CURRENT_SESSION_VERSION,
     SessionEntry,
     SessionFileCorrupt,
     SessionHeader,
-    decode_entry,
     random_entry_id,
 )
 from pitrio.sessions._files import replace_locked
@@ -177,7 +177,7 @@ def _load(
         raws = [first, *(obj for _, obj in rest)]
         migrate_session_entries(raws, new_id)
     try:
-        header = from_wire(SessionHeader, first)
+        header = SESSIONS_CODEC.from_wire(SessionHeader, first)
     except WireFormatError as exc:
         raise SessionFileCorrupt(path, first_line, str(exc)) from exc
 
@@ -202,7 +202,9 @@ def _load(
     tail = FileTail(size=len(data), good_size=lines.good_size)
     # Rewritten only once every line decoded: a damaged file stays as it was.
     if raws is not None and rewrite_migrated:
-        size = replace_locked(path, [dumps(obj) + b"\n" for obj in raws], expected_size=len(data))
+        size = replace_locked(
+            path, [SESSIONS_CODEC.dumps(obj) + b"\n" for obj in raws], expected_size=len(data)
+        )
         tail = FileTail(size=size, good_size=size)
         log.info("session_file_migrated", path=path)
     problems.sort(key=lambda problem: problem.line_no)

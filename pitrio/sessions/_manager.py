@@ -48,8 +48,8 @@ from typing import Any, Self
 import trio
 
 from pitrio._exceptions import UsageError
-from pitrio.codec import dumps
 from pitrio.providers import now_ms
+from pitrio.sessions._codec import SESSIONS_CODEC
 from pitrio.sessions._entries import (
     LabelEntry,
     SessionEntry,
@@ -80,7 +80,7 @@ from pitrio.sessions._writer import SessionFileWriter
 
 
 def _line(entry: Any) -> bytes:
-    return dumps(entry) + b"\n"
+    return SESSIONS_CODEC.dumps(entry) + b"\n"
 
 
 class SessionManager(SessionTree):
@@ -651,7 +651,7 @@ class SessionManager(SessionTree):
     def _write_entry(self, entry: SessionEntry) -> None:
         writer = self._writer
         if writer is not None:
-            line = dumps(entry) + b"\n"
+            line = SESSIONS_CODEC.dumps(entry) + b"\n"
             if self._persistence is not None:
                 self._persistence.submit(writer, line, self._has_assistant)
             else:

@@ -11,7 +11,6 @@ import attrs
 import trio
 
 from pitrio._exceptions import UsageError
-from pitrio.codec import register_type, to_wire
 from pitrio.providers import Tool
 from pitrio.tools._exceptions import ToolNotFound
 from pitrio.tools._result import AgentToolResult, ToolUpdateCallback, text_result
@@ -45,8 +44,9 @@ class AgentTool(abc.ABC):
     as ``parameters`` is the same object: replace the mapping to change the schema, do not mutate
     it in place.
 
-    The codec encodes every ``AgentTool`` as ``{"name", "label", "description", "parameters"}``
-    (plus ``executionMode`` when set), which is what ``JSON.stringify`` makes of a pi tool.
+    The tools codec encodes every ``AgentTool``, of any subclass, as ``{"name", "label",
+    "description", "parameters"}`` (plus ``executionMode`` when set), which is what
+    ``JSON.stringify`` makes of a pi tool.
     """
 
     name: str
@@ -59,11 +59,6 @@ class AgentTool(abc.ABC):
     """JSON schema of the arguments."""
     execution_mode: ToolExecutionMode | None = None
     """Per-tool override of the agent's tool execution mode; ``None`` keeps the default."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # The codec dispatches on an object's exact class, so every subclass is registered.
-        register_type(cls, encode=_encode_tool)
 
     def prepare_arguments(self, args: Any) -> Any:
         """Adapt raw tool-call arguments before they are validated (pi's ``prepareArguments``).
@@ -108,19 +103,6 @@ class AgentTool(abc.ABC):
     def to_tool(self) -> Tool:
         """Return the provider's view of this tool: name, description and parameter schema."""
         return Tool(name=self.name, description=self.description, parameters=self.parameters)
-
-
-def _encode_tool(agent_tool: AgentTool) -> dict[str, Any]:
-    # JSON.stringify of a pi AgentTool: data keys in declaration order, functions dropped.
-    data: dict[str, Any] = {
-        "name": agent_tool.name,
-        "label": agent_tool.label,
-        "description": agent_tool.description,
-        "parameters": to_wire(dict(agent_tool.parameters)),
-    }
-    if agent_tool.execution_mode is not None:
-        data["executionMode"] = agent_tool.execution_mode
-    return data
 
 
 @attrs.frozen(kw_only=True, eq=False)

@@ -20,8 +20,8 @@ from typing import Any, Final
 import attrs
 import jsonschema  # type: ignore[import-untyped]
 
-from pitrio.codec import to_wire
 from pitrio.providers import ToolCall
+from pitrio.tools._codec import TOOLS_CODEC
 from pitrio.tools._exceptions import SchemaViolation, ToolArgumentsInvalid, ToolSchemaInvalid
 from pitrio.tools._tool import AgentTool
 
@@ -409,7 +409,8 @@ def _js_json(value: Any, indent: str = "") -> str:
             return "[]"
         elements = ",\n".join(f"{inner}{_js_json(item, inner)}" for item in value)
         return "[\n" + elements + "\n" + indent + "]"
-    data = to_wire(value)  # attrs wire objects a prepare_arguments hook may have produced
+    # attrs wire objects a prepare_arguments hook may have produced
+    data = TOOLS_CODEC.to_wire(value)
     if isinstance(data, Mapping | list | tuple | str | int | float | bool) or data is None:
         return _js_json(data, indent)
     return json.dumps(str(value), ensure_ascii=False)

@@ -1,0 +1,63 @@
+"""The sessions layer's wire codec: session entries, the coding agent's messages, session events.
+
+Built once, here, and sealed; derived from the actors codec, which it never changes. What it adds:
+
+* ``AgentMessage`` (and ``StreamingMessage``) with the four message kinds the coding agent
+  defines (``bashExecution``, ``custom``, ``branchSummary``, ``compactionSummary``) besides
+  pi-ai's roles; roles users add with :func:`~pitrio.actors.register_agent_message` are read
+  live from the actors layer's registry, so a custom message in a session file round-trips
+  whenever it was registered;
+* ``SessionEntry``, with :class:`~pitrio.sessions.UnknownEntry` for an entry type this version
+  does not know;
+* ``AgentSessionEvent``.
+
+:func:`decode_entry` is the session loader's decoder: a direct path for well-formed message
+entries, this codec for everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pitrio.actors._codec import ACTORS_CODEC, register_agent_messages
+from pitrio.codec import WireCodec, make_codec
+from pitrio.sessions._agent_session_types import AGENT_SESSION_EVENT_TYPES, AgentSessionEvent
+from pitrio.sessions._entries import (
+    ENTRY_TYPES,
+    SESSION_MESSAGE_TYPES,
+    SessionEntry,
+    UnknownEntry,
+    decode_entry_fast,
+)
+
+__all__ = ["SESSIONS_CODEC", "decode_entry"]
+
+
+def _unknown_entry(data: Mapping[str, Any]) -> UnknownEntry:
+    return UnknownEntry(dict(data))
+
+
+def _build() -> WireCodec:
+    codec = make_codec(ACTORS_CODEC, name="sessions")
+    register_agent_messages(codec, SESSION_MESSAGE_TYPES)
+    codec.register_type(UnknownEntry, encode=lambda entry: dict(entry.data))
+    codec.register_tagged_union(SessionEntry, "type", dict(ENTRY_TYPES), fallback=_unknown_entry)
+    codec.register_tagged_union(AgentSessionEvent, "type", AGENT_SESSION_EVENT_TYPES)
+    return codec.seal()
+
+
+SESSIONS_CODEC: Final = _build()
+"""The sessions layer's codec (sealed; derived from the actors codec)."""
+
+
+def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
+    """Decode one session entry (the JSON object of a line after the header).
+
+    Raises:
+        WireFormatError: the object does not have the shape of its entry type.
+    """
+    entry = decode_entry_fast(data)
+    if entry is None:
+        entry = SESSIONS_CODEC.from_wire(SessionEntry, data)
+    return entry
