@@ -7,7 +7,7 @@ resources the system prompt is built from, and the expansion of what the user ty
   both, in the order given. Tools work in the session's cwd; ``shellCommandPrefix`` and
   ``shellPath`` shape bash, ``images.autoResize`` the read tool.
 * **Resources**: :func:`~pitrio.sessions.resources.load_resources` from the resource dir
-  (pitrio's agent dir, or pi's when pitrio's does not exist), run in a worker thread.
+  (:func:`resource_dir`), run in a worker thread.
 * **Prompts**: ``/skill:name args`` then ``/template args`` are expanded in each prompt, as
   pi's ``AgentSession.prompt`` expands them.
 """
@@ -15,6 +15,7 @@ resources the system prompt is built from, and the expansion of what the user ty
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -160,6 +161,28 @@ def create_session_tools(
 
 
 # --------------------------------------------------------------------------- resources
+
+RESOURCE_NAMES: Final = (
+    "AGENTS.md",
+    "CLAUDE.md",
+    "SYSTEM.md",
+    "APPEND_SYSTEM.md",
+    "skills",
+    "prompts",
+)
+"""What an agent dir may hold for the system prompt."""
+
+
+def resource_dir(dirs: AgentDirs) -> str:
+    """The agent dir the context files, skills and templates come from: pitrio's when it holds
+    any of :data:`RESOURCE_NAMES`, else pi's (when there is one), else pitrio's.
+
+    Deciding by contents rather than by whether pitrio's dir exists keeps a pi user's
+    resources after the first saved session has created ``~/.pitrio/agent``.
+    """
+    if any(os.path.exists(os.path.join(dirs.write_dir, name)) for name in RESOURCE_NAMES):
+        return dirs.write_dir
+    return next((d for d in dirs.fallback_dirs if os.path.isdir(d)), dirs.write_dir)
 
 
 @attrs.frozen(kw_only=True)

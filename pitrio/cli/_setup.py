@@ -38,6 +38,7 @@ from pitrio.cli._coding import (
     AgentDirSettingsStorage,
     ResourceRequest,
     create_session_tools,
+    resource_dir,
     select_tool_names,
     setting_value,
 )
@@ -545,7 +546,7 @@ def build_runtime(
     )
     resources = ResourceRequest(
         cwd=session_cwd,
-        resource_dir=dirs.resource_dir(),
+        resource_dir=resource_dir(dirs),
         global_settings=settings.global_settings,
         project_settings=settings.project_settings,
         skill_paths=args.skills,

@@ -253,6 +253,20 @@ def test_pi_models_and_settings_are_read_with_one_notice_each(place: Home) -> No
     assert sorted(p.name for p in place.pi_dir.rglob("*")) == ["models.json", "settings.json"]
 
 
+def test_pi_resources_stay_after_pitrio_saved_a_session(place: Home) -> None:
+    """pi's AGENTS.md and skills are used on every run, also once pitrio's dir exists."""
+    place.write(place.pi_dir / "AGENTS.md", "Be brief.")
+    for _ in range(2):
+        done = place.run("--provider", "faux", "--verbose", "-p", "hi")
+        assert done.returncode == 0, done.stderr
+        assert f"Context file: {place.pi_dir / 'AGENTS.md'}" in done.stderr
+    assert list((place.pitrio_dir / "sessions").glob("*/*.jsonl"))
+    place.write(place.pitrio_dir / "AGENTS.md", "Be pitrio.")
+    own = place.run("--provider", "faux", "--verbose", "-p", "hi")
+    assert f"Context file: {place.pitrio_dir / 'AGENTS.md'}" in own.stderr
+    assert str(place.pi_dir) not in own.stderr
+
+
 def test_continue_copies_a_pi_session_and_leaves_it_alone(place: Home) -> None:
     """``-c`` finds pi's session, continues a copy in pitrio's folder, then that copy."""
     original = place.pi_session()
