@@ -9,12 +9,16 @@ from pitrio._publish import publish as _publish
 
 # Built at import, once: the layer's sealed codec (see pitrio.codec).
 from pitrio.actors import _codec as _codec
+from pitrio.actors._agent import ABORT_EPILOGUE_GRACE as ABORT_EPILOGUE_GRACE
+from pitrio.actors._agent import AGENT_INBOX as AGENT_INBOX
 from pitrio.actors._agent import CLOSE_GRACE as CLOSE_GRACE
 from pitrio.actors._agent import FOLLOW_UP_BUFFER as FOLLOW_UP_BUFFER
 from pitrio.actors._agent import STEERING_BUFFER as STEERING_BUFFER
 from pitrio.actors._agent import Agent as Agent
 from pitrio.actors._agent import AgentStateView as AgentStateView
+from pitrio.actors._agent import BusyPolicy as BusyPolicy
 from pitrio.actors._agent import open_agent as open_agent
+from pitrio.actors._coalesce import merge_agent_events as merge_agent_events
 from pitrio.actors._events import AGENT_EVENT_TYPES as AGENT_EVENT_TYPES
 from pitrio.actors._events import AgentEndEvent as AgentEndEvent
 from pitrio.actors._events import AgentEvent as AgentEvent
@@ -47,7 +51,9 @@ from pitrio.actors._tool_runner import ToolRunner as ToolRunner
 
 __all__ = [
     "ABORTED_TOOL_MESSAGE",
+    "ABORT_EPILOGUE_GRACE",
     "AGENT_EVENT_TYPES",
+    "AGENT_INBOX",
     "CLOSE_GRACE",
     "FOLLOW_UP_BUFFER",
     "SKIPPED_MESSAGE",
@@ -62,6 +68,7 @@ __all__ = [
     "AgentStateView",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "BusyPolicy",
     "ExtensionMessage",
     "LoopConfig",
     "LoopController",
@@ -79,6 +86,7 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "default_convert_to_llm",
+    "merge_agent_events",
     "open_agent",
     "register_agent_message",
 ]

@@ -154,8 +154,8 @@ class Agent:
         transform_context: AgentMessage list -> AgentMessage list, before ``convert_to_llm``.
         get_api_key: provider name -> API key, asked before every LLM call (expiring tokens).
         stream_fn: starts an LLM call (default: :func:`pitrio.providers.start_stream`).
-        session_id, thinking_budgets, max_retry_delay_ms, transport, on_payload: passed to the
-            provider with every call.
+        session_id, thinking_budgets, max_retry_delay_ms, stall_timeout_ms, transport,
+            on_payload: passed to the provider with every call.
         steering_mode, follow_up_mode: ``"one-at-a-time"`` (default) or ``"all"``.
         tool_execution: ``"sequential"`` (default, seed s.6.1) or ``"parallel"`` (pi 0.73.1:
             preflight in order, execute concurrently, results in source order).
@@ -194,6 +194,7 @@ class Agent:
         session_id: str | None = None,
         thinking_budgets: ThinkingBudgets | None = None,
         max_retry_delay_ms: int | None = None,
+        stall_timeout_ms: int | None = None,
         transport: Any = None,
         on_payload: Any = None,
         steering_mode: MailboxMode = "one-at-a-time",
@@ -226,6 +227,7 @@ class Agent:
         self.session_id = session_id
         self.thinking_budgets = thinking_budgets
         self.max_retry_delay_ms = max_retry_delay_ms
+        self.stall_timeout_ms = stall_timeout_ms
         self.transport = transport
         self.on_payload = on_payload
         self.tool_execution: ToolExecution = tool_execution
@@ -614,6 +616,7 @@ class Agent:
                 session_id=self.session_id,
                 thinking_budgets=self.thinking_budgets,
                 max_retry_delay_ms=self.max_retry_delay_ms,
+                stall_timeout_ms=self.stall_timeout_ms,
                 transport=self.transport,
                 on_payload=self.on_payload,
             ),

@@ -509,6 +509,15 @@ class EventLog(Generic[T]):
         """The seq of the last published event; 0 before the first."""
         return self._seq
 
+    def in_callback(self) -> bool:
+        """Whether the calling task is inside an async callback of this log's publish.
+
+        An actor answering a command from such a caller must answer before it publishes the
+        command's events: the publish waits for the callback to return.
+        """
+        holder = self._holder
+        return holder is not None and holder is trio.lowlevel.current_task()
+
     @property
     def ring_size(self) -> int:
         """How many recent events the log keeps for resuming."""

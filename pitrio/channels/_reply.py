@@ -21,9 +21,13 @@ class Reply(Generic[T]):
     so an actor that drops a command (its inbox closed) must :meth:`fail` it.
     """
 
-    __slots__ = ("_done", "_error", "_value")
+    __slots__ = ("_done", "_error", "_value", "eager")
 
     def __init__(self) -> None:
+        self.eager = False
+        """Set by a sender that cannot wait for the command's side effects (a listener called
+        by the publish those effects would wait for): the actor answers as soon as the state
+        has changed, before it publishes."""
         self._done = trio.Event()
         self._value: T | None = None
         self._error: BaseException | None = None

@@ -16,6 +16,7 @@ session files. ``host`` and ``cli`` import it.
 from pitrio._publish import publish as _publish
 from pitrio.sessions._agent_session import AgentSession as AgentSession
 from pitrio.sessions._agent_session import ContextUsage as ContextUsage
+from pitrio.sessions._agent_session import SessionSnapshot as SessionSnapshot
 from pitrio.sessions._agent_session import open_agent_session as open_agent_session
 from pitrio.sessions._agent_session_types import (
     AGENT_SESSION_EVENT_TYPES as AGENT_SESSION_EVENT_TYPES,
@@ -223,6 +224,7 @@ __all__ = [
     "SessionLocked",
     "SessionManager",
     "SessionMessageEntry",
+    "SessionSnapshot",
     "SessionTreeCycle",
     "SessionTreeNode",
     "SessionWriteError",

@@ -32,7 +32,7 @@ from pitrio.sessions._context import get_latest_compaction_entry
 from pitrio.sessions._entries import CompactionEntry, timestamp_ms
 
 if TYPE_CHECKING:
-    from pitrio.sessions._agent_session import AgentSession
+    from pitrio.sessions._session_core import SessionCore
 
 __all__ = [
     "ALREADY_COMPACTED",
@@ -53,9 +53,9 @@ NO_MODEL: Final = "No model selected"
 
 
 class SessionCompactor:
-    """Compaction for one :class:`~pitrio.sessions.AgentSession` (created by the session)."""
+    """Compaction for one session, which it sees as a :class:`SessionCore`."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: SessionCore) -> None:
         self._session = session
         self._scope: trio.CancelScope | None = None
         self.overflow_recovery_attempted = False
@@ -76,9 +76,9 @@ class SessionCompactor:
     async def _start(self, reason: CompactionReason) -> None:
         style = self._session.compaction_events
         if reason != "manual" and style != "pi":
-            await self._session._emit(AutoCompactionStartEvent(reason=reason))
+            await self._session.emit(AutoCompactionStartEvent(reason=reason))
         if style != "seed":
-            await self._session._emit(CompactionStartEvent(reason=reason))
+            await self._session.emit(CompactionStartEvent(reason=reason))
 
     async def _end(
         self,
@@ -91,7 +91,7 @@ class SessionCompactor:
     ) -> None:
         style = self._session.compaction_events
         if style != "seed":
-            await self._session._emit(
+            await self._session.emit(
                 CompactionEndEvent(
                     reason=reason,
                     result=result,
@@ -101,7 +101,7 @@ class SessionCompactor:
                 )
             )
         if reason != "manual" and style != "pi":
-            await self._session._emit(
+            await self._session.emit(
                 AutoCompactionEndEvent(
                     result=result, aborted=aborted, will_retry=will_retry, error_message=error
                 )
@@ -125,7 +125,7 @@ class SessionCompactor:
         preparation = prepare_compaction(branch, session.settings.compaction_settings())
         if preparation is None:
             return None
-        decision = await session._hook(
+        decision = await session.hook(
             "session_before_compact", preparation, branch, custom_instructions
         )
         if decision is not None and decision.cancel:
@@ -137,7 +137,7 @@ class SessionCompactor:
             result = await compact(
                 preparation,
                 model,
-                session._complete,
+                session.complete,
                 custom_instructions=custom_instructions,
                 thinking_level=session.thinking_level,
             )
@@ -152,7 +152,7 @@ class SessionCompactor:
         session.agent.replace_messages(manager.build_session_context().messages)
         entry = manager.get_entry(entry_id)
         if isinstance(entry, CompactionEntry):
-            await session._hook("session_compact", entry, from_extension)
+            await session.hook("session_compact", entry, from_extension)
         return result
 
     async def compact(self, custom_instructions: str | None) -> CompactionResult:
@@ -224,7 +224,7 @@ class SessionCompactor:
                 await self._end("overflow", error=OVERFLOW_RECOVERY_FAILED)
                 return False
             self.overflow_recovery_attempted = True
-            session._drop_trailing_assistant()
+            session.drop_trailing_assistant()
             return await self._auto("overflow", will_retry=True)
         if message.stop_reason == "error":
             # An error carries no usage: estimate from the last response that had some.
@@ -279,7 +279,7 @@ class SessionCompactor:
             return False
         await self._end(reason, result, will_retry=will_retry)
         if will_retry:
-            session._drop_trailing_assistant(only_errors=True)
+            session.drop_trailing_assistant(only_errors=True)
             return True
         # Messages queued while compacting would otherwise wait for the next prompt.
         return session.agent.has_queued_messages()

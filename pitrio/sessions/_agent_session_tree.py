@@ -1,6 +1,7 @@
 """The AgentSession's moves in and between sessions: restore, new, resume, fork, tree.
 
-Each is a function of the session (its public methods delegate here). The moves abort a run in
+Each is a function of the session actor, seen as a :class:`SessionCore` (the facade's public
+methods send commands whose jobs call these). The moves abort a run in
 progress first, let the hooks cancel, move the :class:`SessionManager` (which keeps writing
 through the same Persistence actor) and then reload the agent's state from the session with
 :func:`restore_state`.
@@ -40,7 +41,7 @@ from pitrio.sessions._entries import (
 )
 
 if TYPE_CHECKING:
-    from pitrio.sessions._agent_session import AgentSession
+    from pitrio.sessions._session_core import SessionCore
 
 __all__ = [
     "DEFAULT_THINKING_LEVEL",
@@ -65,7 +66,7 @@ def user_text(message: UserMessage) -> str:
 
 
 def restore_state(
-    session: AgentSession, model: Model | None, level: ModelThinkingLevel | None
+    session: SessionCore, model: Model | None, level: ModelThinkingLevel | None
 ) -> list[tuple[str, Any]]:
     """Load messages, model and thinking level from the session (pi's createAgentSession).
 
@@ -109,7 +110,7 @@ def restore_state(
     return pending
 
 
-def _default_model(session: AgentSession) -> Model | None:
+def _default_model(session: SessionCore) -> Model | None:
     provider, model_id = session.settings.default_provider, session.settings.default_model
     if provider and model_id:
         found = session.find_model(provider, model_id)
@@ -118,35 +119,35 @@ def _default_model(session: AgentSession) -> Model | None:
     return session.available_models[0] if session.available_models else None
 
 
-async def new_session(session: AgentSession, parent_session: str | None) -> bool:
+async def new_session(session: SessionCore, parent_session: str | None) -> bool:
     """See :meth:`AgentSession.new_session`."""
-    if await session._hook("session_before_switch", "new", None):
+    if await session.hook("session_before_switch", "new", None):
         return False
-    async with session._exclusive():
-        previous = session.session_file
-        await session._hook("session_shutdown", "new")
+    async with session.exclusive():
+        previous = session.session_manager.get_session_file()
+        await session.hook("session_shutdown", "new")
         session.session_manager.new_session(parent_session=parent_session)
-        await session._replace_session("new", previous)
+        await session.replace_session("new", previous)
     return True
 
 
-async def switch_session(session: AgentSession, path: str) -> bool:
+async def switch_session(session: SessionCore, path: str) -> bool:
     """See :meth:`AgentSession.switch_session`."""
-    if await session._hook("session_before_switch", "resume", path):
+    if await session.hook("session_before_switch", "resume", path):
         return False
-    async with session._exclusive():
-        previous = session.session_file
-        await session._hook("session_shutdown", "resume")
-        session.session_manager.set_session_file(path)
-        await session._replace_session("resume", previous)
+    async with session.exclusive():
+        previous = session.session_manager.get_session_file()
+        await session.hook("session_shutdown", "resume")
+        await session.session_manager.aset_session_file(path)
+        await session.replace_session("resume", previous)
     return True
 
 
 async def fork(
-    session: AgentSession, entry_id: str, position: Literal["before", "at"]
+    session: SessionCore, entry_id: str, position: Literal["before", "at"]
 ) -> ForkResult:
     """See :meth:`AgentSession.fork`."""
-    if await session._hook("session_before_fork", entry_id, position):
+    if await session.hook("session_before_fork", entry_id, position):
         return ForkResult(cancelled=True)
     manager = session.session_manager
     selected = manager.get_entry(entry_id)
@@ -162,19 +163,19 @@ async def fork(
             raise UsageError("Invalid entry ID for forking")
         target = selected.parent_id
         text = user_text(selected.message)
-    async with session._exclusive():
-        previous = session.session_file
-        await session._hook("session_shutdown", "fork")
+    async with session.exclusive():
+        previous = session.session_manager.get_session_file()
+        await session.hook("session_shutdown", "fork")
         if target is None:
             manager.new_session(parent_session=previous)
         else:
             manager.create_branched_session(target)
-        await session._replace_session("fork", previous)
+        await session.replace_session("fork", previous)
     return ForkResult(cancelled=False, selected_text=text)
 
 
 async def navigate_tree(
-    session: AgentSession,
+    session: SessionCore,
     target_id: str,
     *,
     summarize: bool,
@@ -193,14 +194,14 @@ async def navigate_tree(
     target = manager.get_entry(target_id)
     if target is None:
         raise SessionEntryNotFound(target_id)
-    async with session._exclusive():
+    async with session.exclusive():
         return await _navigate(
             session, target, summarize, custom_instructions, replace_instructions, label
         )
 
 
 async def _navigate(
-    session: AgentSession,
+    session: SessionCore,
     target: SessionEntry,
     summarize: bool,
     custom_instructions: str | None,
@@ -225,10 +226,10 @@ async def _navigate(
     summary: str | None = None
     details: Any = None
     from_extension = False
-    scope = session._branch_summary_scope = trio.CancelScope()
+    scope = session.branch_summary_scope = trio.CancelScope()
     try:
         with scope:
-            decision = await session._hook("session_before_tree", preparation)
+            decision = await session.hook("session_before_tree", preparation)
             if decision is not None:
                 if decision.cancel:
                     return NavigateTreeResult(cancelled=True)
@@ -245,7 +246,7 @@ async def _navigate(
                 result = await generate_branch_summary(
                     entries,
                     model,
-                    session._complete,
+                    session.complete,
                     reserve_tokens=session.settings.branch_summary_settings().reserve_tokens,
                     custom_instructions=custom_instructions,
                     replace_instructions=replace_instructions,
@@ -259,7 +260,7 @@ async def _navigate(
         if scope.cancel_called:
             return NavigateTreeResult(cancelled=True, aborted=True)
     finally:
-        session._branch_summary_scope = None
+        session.branch_summary_scope = None
 
     # A user or custom message goes back to the editor: continue from its parent.
     editor_text: str | None = None
@@ -291,7 +292,7 @@ async def _navigate(
     if label and not summary:
         manager.append_label_change(target_id, label)
     session.agent.replace_messages(manager.build_session_context().messages)
-    await session._hook(
+    await session.hook(
         "session_tree",
         manager.get_leaf_id(),
         old_leaf,

@@ -44,6 +44,7 @@ import orjson
 import trio
 
 from pitrio._exceptions import PitrioError
+from pitrio.channels import REPLAY_RING
 from pitrio.sessions._files import run_file_work
 from pitrio.sessions._paths import CONFIG_DIR_NAME
 from pitrio.sessions._paths import agent_dir as default_agent_dir
@@ -146,6 +147,7 @@ SETTINGS_TYPES: Final[Mapping[str, Any]] = {
     "followUpMode": ("all", "one-at-a-time"),
     "sessionDir": "string",
     "streamStallTimeoutMs": "number",
+    "replayRingSize": "number",
     "compaction": {
         "enabled": "boolean",
         "reserveTokens": "number",
@@ -596,6 +598,14 @@ class SettingsManager:
         self._change(key, value, nested)
         await self._asave_global()
 
+    def change_global(self, key: str, value: Any, nested: str | None = None) -> None:
+        """Change a global key in memory only; the next save (``aset_*``) writes it.
+
+        For synchronous callers in a Trio program (the AgentSession's setters): the value is
+        visible at once, and the session's actor saves it off the event loop.
+        """
+        self._change(key, value, nested)
+
     def _change(self, key: str, value: Any, nested: str | None) -> None:
         if nested is None:
             if value is None:
@@ -693,6 +703,14 @@ class SettingsManager:
         check off. pitrio's own setting: pi has no stall timeout.
         """
         return _optional_number(self._merged.get("streamStallTimeoutMs"))
+
+    @property
+    def replay_ring_size(self) -> int:
+        """``replayRingSize``: how many recent events a session keeps so that a client can
+        resume from its cursor (default :data:`~pitrio.channels.REPLAY_RING`). pitrio's own
+        setting: pi has no replay."""
+        value = _optional_number(self._merged.get("replayRingSize"))
+        return REPLAY_RING if value is None or value < 0 else int(value)
 
     def compaction_settings(self) -> CompactionSettings:
         """``compaction.*`` with pi's defaults."""

@@ -1,0 +1,906 @@
+"""``SessionActor``: the task that owns an AgentSession's state and executes its commands.
+
+::
+
+    AgentSession.run (the session's nursery)
+     |- Persistence       one writer per session file (unless the manager already has one)
+     |- Agent.run         the agent's nursery: its command task and one task per run
+     |- RetryActor        backoff between attempts; inbox RETRY_INBOX
+     |- SessionActor      this module: the command inbox (SESSION_INBOX), state, events
+     `- jobs              prompts (run, retries, compaction after), manual compaction and moves
+                          between sessions: one task each, in the session's nursery, inside the
+                          job's own cancel scope
+
+Every public method of the facade sends a command (:mod:`._session_commands`) and awaits its
+reply. Commands that only change state (``steer``, ``set_model``, ``set_thinking_level``,
+``clear_queue`` ...) are executed in this task: the state changes, the reply goes out, and then
+the events and hooks follow. Replying before publishing is what lets a listener await such a
+command while the run that called it is delivering an event: the publish waits for that event's
+delivery to finish, the listener does not wait for the publish. Commands that take time
+(``prompt``, ``compact``, ``new_session``, ``switch_session``, ``fork``, ``navigate_tree``) start
+a *job*; while one runs the session is busy, a new prompt follows the busy policy, and the
+exclusive commands abort it first.
+
+Abort cancels: the agent's run scope (its epilogue emits the closing events), the retry backoff,
+the compaction, the branch summary, and the job's own scope after ``ABORT_GRACE`` for whatever
+else the job waits on (a hook, a listener), so abort reaches quiet in well under 100 ms.
+
+Persist, then publish, then number: the agent records each finished message into the
+:class:`SessionManager` (and so the Persistence actor) before any subscriber sees its
+``message_end``; every session event then goes through an :class:`~pitrio.channels.EventLog`,
+which gives it the session's next ``seq`` and keeps it for replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from re import Pattern
+from typing import Any, Final, Literal, NoReturn, Self, cast
+
+import attrs
+import structlog
+import trio
+
+from pitrio._awaitable import maybe_await
+from pitrio._exceptions import UsageError, unwrap_group
+from pitrio.actors import (
+    Agent,
+    AgentEvent,
+    AgentMessage,
+    MessageEndEvent,
+    MessageStartEvent,
+    StreamFn,
+    merge_agent_events,
+)
+from pitrio.channels import EventLog, Reply
+from pitrio.codec import dumps
+from pitrio.providers import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Message,
+    Model,
+    ModelThinkingLevel,
+    ProviderRegistry,
+    StreamOptions,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    clamp_thinking_level,
+    complete_simple,
+    default_catalogue,
+    models_are_equal,
+    now_ms,
+    supported_thinking_levels,
+)
+from pitrio.sessions import _agent_session_tree as _tree
+from pitrio.sessions import _session_commands as cmd
+from pitrio.sessions._agent_session_compaction import COMPACTION_CANCELLED, SessionCompactor
+from pitrio.sessions._agent_session_tree import DEFAULT_THINKING_LEVEL, user_text
+from pitrio.sessions._agent_session_types import (
+    AgentSessionEvent,
+    CompactionEventStyle,
+    ModelCycleResult,
+    QueueUpdateEvent,
+    ScopedModel,
+    SessionHooks,
+    SessionInfoChangedEvent,
+    SessionStartReason,
+    ThinkingLevelChangedEvent,
+)
+from pitrio.sessions._compaction import CompactionError
+from pitrio.sessions._entries import CustomMessage
+from pitrio.sessions._manager import SessionManager
+from pitrio.sessions._messages import convert_to_llm
+from pitrio.sessions._persistence import Persistence
+from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN, Retry, RetryActor
+from pitrio.sessions._settings import SettingsManager
+from pitrio.tools import AgentTool
+
+__all__ = [
+    "ABORT_GRACE",
+    "CLOSE_GRACE",
+    "SESSION_INBOX",
+    "SessionActor",
+    "SessionSnapshot",
+]
+
+log = structlog.get_logger(__name__)
+
+CLOSE_GRACE: Final = 5.0
+"""Seconds a closing session gives an aborted run to emit its last events."""
+ABORT_GRACE: Final = 0.05
+"""Seconds after an abort before the job's own scope is cancelled too: the agent run, the retry
+backoff and the compaction stop at once and emit their closing events within this bound; only
+something else the job waits on (a hook, a stalled listener) waits for it to expire."""
+SESSION_INBOX: Final = 64
+"""Commands waiting for the session's task. Commands execute without waiting on the network or
+the model, so the inbox drains as fast as it fills; 64 absorbs a burst of RPC lines, and a
+sender beyond that waits (backpressure) instead of growing a queue."""
+THINKING_LEVELS: Final[tuple[ModelThinkingLevel, ...]] = ("off", "minimal", "low", "medium", "high")
+
+STREAMING_NEEDS_BEHAVIOR: Final = (
+    "Agent is already processing. Specify streaming_behavior ('steer' or 'follow_up') to queue "
+    "the message."
+)
+NO_MODEL_SELECTED: Final = "No model selected. Select a model (set_model) before prompting."
+
+
+@attrs.frozen
+class SessionSnapshot:
+    """What a client whose resume cursor left the replay ring rebuilds from."""
+
+    seq: int
+    """The seq of the last event the snapshot includes; live events continue after it."""
+    session_id: str
+    session_file: str | None
+    messages: tuple[AgentMessage, ...]
+    model: Model | None
+    thinking_level: ModelThinkingLevel
+    is_streaming: bool
+    steering: tuple[str, ...]
+    follow_up: tuple[str, ...]
+
+
+@attrs.define(eq=False)
+class _Job:
+    """One long operation of the session, in its own task and cancel scope."""
+
+    scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
+    done: trio.Event = attrs.Factory(trio.Event)
+    previous: _Job | None = None
+
+
+class SessionActor:
+    """The state of one AgentSession and the task that changes it (see the module docstring).
+
+    Implements :class:`~pitrio.sessions._session_core.SessionCore` for the tree and compaction
+    operations. Constructed by :class:`~pitrio.sessions.AgentSession` with its arguments.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_manager: SessionManager,
+        settings: SettingsManager | None = None,
+        model: Model | None = None,
+        thinking_level: ModelThinkingLevel | None = None,
+        tools: Iterable[AgentTool] = (),
+        system_prompt: str = "",
+        models: Sequence[Model] = (),
+        scoped_models: Sequence[ScopedModel] = (),
+        registry: ProviderRegistry | None = None,
+        get_api_key: Callable[[str], Any] | None = None,
+        stream_fn: StreamFn | None = None,
+        complete: Callable[[Model, Context, StreamOptions], Awaitable[AssistantMessage]]
+        | None = None,
+        has_auth: Callable[[Model], Any] | None = None,
+        hooks: SessionHooks | None = None,
+        compaction_events: CompactionEventStyle = "both",
+        retry_pattern: Pattern[str] = RETRYABLE_ERROR_PATTERN,
+        tool_execution: Literal["sequential", "parallel"] = "sequential",
+        steering_skips_tools: bool = True,
+        busy_policy: cmd.BusyPolicy = "reject",
+        replay_ring: int | None = None,
+    ) -> None:
+        self.session_manager = session_manager
+        self.settings = settings if settings is not None else SettingsManager.in_memory()
+        self.hooks = hooks if hooks is not None else SessionHooks()
+        self._models = list(models)
+        self._scoped_models = list(scoped_models)
+        self._registry = registry
+        self._complete_fn = complete
+        self._has_auth = has_auth
+        self.compaction_events: CompactionEventStyle = compaction_events
+        self.busy_policy: cmd.BusyPolicy = busy_policy
+        self.model_fallback_message: str | None = None
+        self.branch_summary_scope: trio.CancelScope | None = None
+        self._compactor = SessionCompactor(self)
+        ring = replay_ring if replay_ring is not None else self.settings.replay_ring_size
+        self.log: EventLog[AgentSessionEvent] = EventLog(
+            encode=dumps, merge=merge_agent_events, snapshot=self.snapshot, ring_size=ring
+        )
+        self._retry = Retry(self.settings.retry_settings, self.emit, pattern=retry_pattern)
+        self._retry_actor = RetryActor(self._retry)
+        self._steering_texts: list[str] = []
+        self._follow_up_texts: list[str] = []
+        self._pending_next_turn: list[AgentMessage] = []
+        self._last_assistant: AssistantMessage | None = None
+        self._job: _Job | None = None
+        self._idle = trio.Event()
+        self._idle.set()
+        self._nursery: trio.Nursery | None = None
+        self._inbox: trio.MemorySendChannel[cmd.SessionCommand] | None = None
+        self._closed = False
+        self._base_system_prompt = system_prompt
+        self.agent = Agent(
+            system_prompt=system_prompt,
+            tools=tools,
+            convert_to_llm=self._convert_to_llm,
+            transform_context=self._transform_context if hooks is not None else None,
+            get_api_key=get_api_key,
+            stream_fn=stream_fn,
+            session_id=session_manager.get_session_id(),
+            max_retry_delay_ms=self.settings.provider_retry_settings().max_retry_delay_ms,
+            stall_timeout_ms=self.settings.stream_stall_timeout_ms,
+            steering_mode=self.settings.steering_mode,
+            follow_up_mode=self.settings.follow_up_mode,
+            tool_execution=tool_execution,
+            steering_skips_tools=steering_skips_tools,
+            registry=registry,
+            record_event=self._record,
+        )
+        self._pending_entries = _tree.restore_state(self, model, thinking_level)
+        self.agent.subscribe(self._on_agent_event)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[Self] = trio.TASK_STATUS_IGNORED
+    ) -> NoReturn:
+        """Serve the session until cancelled (see the module docstring for the task tree)."""
+        send, receive = trio.open_memory_channel[cmd.SessionCommand](SESSION_INBOX)
+        persistence: Persistence | None = None
+        if self.session_manager.persistence is None:
+            persistence = Persistence(self.session_manager)
+            persistence.attach()  # a locked file is refused here, as itself
+        try:
+            async with trio.open_nursery() as nursery:
+                if persistence is not None:
+                    await nursery.start(persistence.run)
+                await nursery.start(self.agent.run)
+                await nursery.start(self._retry_actor.run)
+                self._nursery = nursery
+                self._inbox = send
+                self._write_pending_entries()
+                await self.hook("session_start", "startup", None)
+                task_status.started(self)
+                await self._serve(receive)
+        finally:
+            self._inbox = None
+            self._nursery = None
+            self._closed = True
+            send.close()
+            while True:
+                try:
+                    pending = receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                pending.reply.fail(UsageError("AgentSession is closed"))
+            receive.close()
+            self.log.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run)."""
+        if self._closed:
+            return
+        self._closed = True
+        with trio.move_on_after(CLOSE_GRACE, shield=True):
+            await self.abort()
+            await self.hook("session_shutdown", "quit")
+
+    async def send(self, command: cmd.SessionCommand) -> None:
+        """Put ``command`` into the inbox (waiting while it is full).
+
+        Raises:
+            UsageError: the session is not running, or closed.
+        """
+        inbox = self._inbox
+        if inbox is None:
+            raise UsageError(
+                "AgentSession is not running: use `async with open_agent_session(...)` first"
+                if not self._closed
+                else "AgentSession is closed"
+            )
+        try:
+            await inbox.send(command)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise UsageError("AgentSession is closed") from None
+
+    def send_nowait(self, command: cmd.SessionCommand) -> None:
+        """Put ``command`` into the inbox without waiting (for the synchronous setters)."""
+        if self._inbox is not None:
+            try:
+                self._inbox.send_nowait(command)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                log.warning("session_command_dropped", command=type(command).__name__)
+
+    async def _serve(self, inbox: trio.MemoryReceiveChannel[cmd.SessionCommand]) -> NoReturn:
+        async for command in inbox:
+            try:
+                await self._execute(command)
+            except Exception as exc:
+                command.reply.fail(unwrap_group(exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _execute(self, command: cmd.SessionCommand) -> None:
+        match command:
+            case cmd.Prompt():
+                await self._prompt(command)
+            case cmd.Steer():
+                self._queue_steer(command.text, command.images)
+                _ack(command.reply)
+                await self._emit_queue_update()
+                command.reply.set(None)
+            case cmd.FollowUp():
+                self._queue_follow_up(command.text, command.images)
+                _ack(command.reply)
+                await self._emit_queue_update()
+                command.reply.set(None)
+            case cmd.Abort():
+                self._abort_now()
+                self._start_waiter(command.reply)
+            case cmd.AbortRetry():
+                self._retry.cancel()
+                command.reply.set(None)
+            case cmd.AbortCompaction():
+                self._compactor.abort()
+                command.reply.set(None)
+            case cmd.AbortBranchSummary():
+                if self.branch_summary_scope is not None:
+                    self.branch_summary_scope.cancel()
+                command.reply.set(None)
+            case cmd.ClearQueue():
+                texts = (list(self._steering_texts), list(self._follow_up_texts))
+                self._steering_texts.clear()
+                self._follow_up_texts.clear()
+                self.agent.clear_all_queues()
+                _ack(command.reply, texts)
+                await self._emit_queue_update()
+                command.reply.set(texts)
+            case cmd.SendCustomMessage():
+                await self._send_custom_message(command)
+            case cmd.SetModel():
+                await self._set_model(command)
+            case cmd.CycleModel():
+                await self._cycle_model(command)
+            case cmd.SetThinkingLevel():
+                change = self._apply_thinking_level(command.level)
+                _ack(command.reply)
+                await self._announce_thinking_level(change)
+                command.reply.set(None)
+            case cmd.CycleThinkingLevel():
+                if not self.supports_thinking():
+                    command.reply.set(None)
+                    return
+                levels = self.available_thinking_levels()
+                current = self.thinking_level
+                index = levels.index(current) if current in levels else -1
+                change = self._apply_thinking_level(levels[(index + 1) % len(levels)])
+                level = self.thinking_level
+                _ack(command.reply, level)
+                await self._announce_thinking_level(change)
+                command.reply.set(level)
+            case cmd.SetSteeringMode():
+                self.agent.steering_mode = command.mode
+                command.reply.set(None)
+                await self.settings.aset_steering_mode(command.mode)
+            case cmd.SetFollowUpMode():
+                self.agent.follow_up_mode = command.mode
+                command.reply.set(None)
+                await self.settings.aset_follow_up_mode(command.mode)
+            case cmd.SetAutoCompaction():
+                command.reply.set(None)
+                await self.settings.aset_compaction_enabled(command.enabled)
+            case cmd.SetAutoRetry():
+                command.reply.set(None)
+                await self.settings.aset_retry_enabled(command.enabled)
+            case cmd.SetSessionName():
+                self.session_manager.append_session_info(command.name)
+                _ack(command.reply)
+                await self.emit(
+                    SessionInfoChangedEvent(name=self.session_manager.get_session_name())
+                )
+                command.reply.set(None)
+            case cmd.Compact():
+                instructions = command.custom_instructions
+                self._start_job(
+                    command.reply, lambda: self._compact(instructions), compaction_cancelled()
+                )
+            case cmd.NewSession():
+                parent = command.parent_session
+                self._start_job(command.reply, lambda: _tree.new_session(self, parent), False)
+            case cmd.SwitchSession():
+                path = command.session_path
+                self._start_job(command.reply, lambda: _tree.switch_session(self, path), False)
+            case cmd.Fork():
+                entry_id, position = command.entry_id, command.position
+                self._start_job(command.reply, lambda: _tree.fork(self, entry_id, position))
+            case cmd.NavigateTree():
+                nav = command
+                self._start_job(
+                    nav.reply,
+                    lambda: _tree.navigate_tree(
+                        self,
+                        nav.target_id,
+                        summarize=nav.summarize,
+                        custom_instructions=nav.custom_instructions,
+                        replace_instructions=nav.replace_instructions,
+                        label=nav.label,
+                    ),
+                )
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def model(self) -> Model | None:
+        return self.agent.model
+
+    @property
+    def thinking_level(self) -> ModelThinkingLevel:
+        return self.agent.thinking_level
+
+    @property
+    def is_busy(self) -> bool:
+        """Whether a job (a run, its retries and compaction, a move) is in progress."""
+        return self._job is not None or self.agent.is_streaming
+
+    @property
+    def is_retrying(self) -> bool:
+        return self._retry.is_waiting
+
+    @property
+    def retry_attempt(self) -> int:
+        return self._retry.attempt
+
+    @property
+    def is_compacting(self) -> bool:
+        return self._compactor.is_running or self.branch_summary_scope is not None
+
+    @property
+    def steering_texts(self) -> list[str]:
+        return list(self._steering_texts)
+
+    @property
+    def follow_up_texts(self) -> list[str]:
+        return list(self._follow_up_texts)
+
+    @property
+    def available_models(self) -> list[Model]:
+        return list(self._models)
+
+    @property
+    def scoped_models(self) -> list[ScopedModel]:
+        return list(self._scoped_models)
+
+    def find_model(self, provider: str, model_id: str) -> Model | None:
+        for model in self._models:
+            if model.provider == provider and model.id == model_id:
+                return model
+        return default_catalogue.get(provider, model_id)
+
+    def supports_thinking(self) -> bool:
+        return bool(self.model is not None and self.model.reasoning)
+
+    def available_thinking_levels(self) -> list[ModelThinkingLevel]:
+        if self.model is None:
+            return list(THINKING_LEVELS)
+        return supported_thinking_levels(self.model)
+
+    def snapshot(self) -> SessionSnapshot:
+        """The session's state now, for a client rebuilding instead of replaying."""
+        manager = self.session_manager
+        return SessionSnapshot(
+            seq=self.log.seq,
+            session_id=manager.get_session_id(),
+            session_file=manager.get_session_file(),
+            messages=self.agent.messages,
+            model=self.model,
+            thinking_level=self.thinking_level,
+            is_streaming=self.is_busy,
+            steering=tuple(self._steering_texts),
+            follow_up=tuple(self._follow_up_texts),
+        )
+
+    # ------------------------------------------------------------------ events and hooks
+
+    async def emit(self, event: AgentSessionEvent) -> None:
+        if not self.log.closed:
+            await self.log.publish(event)
+
+    async def hook(self, name: str, *args: Any) -> Any:
+        try:
+            return await getattr(self.hooks, name)(*args)
+        except Exception:
+            log.exception("session_hook_failed", hook=name)
+            return None
+
+    async def _emit_queue_update(self) -> None:
+        await self.emit(
+            QueueUpdateEvent(steering=self._steering_texts, follow_up=self._follow_up_texts)
+        )
+
+    def _record(self, event: AgentEvent) -> None:
+        # The agent's record_event: called before any subscriber sees the event, also for the
+        # closing events of an aborted run, so the file has the entry first.
+        if type(event) is not MessageEndEvent:
+            return
+        message = event.message
+        manager = self.session_manager
+        if isinstance(message, CustomMessage):
+            manager.append_custom_message_entry(
+                message.custom_type, message.content, message.display, message.details
+            )
+        elif isinstance(message, UserMessage | AssistantMessage | ToolResultMessage):
+            manager.append_message(message)
+        # bashExecution and summary messages are saved by the flows that create them.
+        if isinstance(message, AssistantMessage):
+            self._last_assistant = message
+
+    async def _on_agent_event(self, event: AgentEvent) -> None:
+        # pi's _processAgentEvent: queue bookkeeping, hooks, listeners (persistence came first).
+        if isinstance(event, MessageStartEvent) and isinstance(event.message, UserMessage):
+            self._compactor.overflow_recovery_attempted = False
+            text = user_text(event.message)
+            if text in self._steering_texts:
+                self._steering_texts.remove(text)
+                await self._emit_queue_update()
+            elif text in self._follow_up_texts:
+                self._follow_up_texts.remove(text)
+                await self._emit_queue_update()
+        await self.hook("on_agent_event", event)
+        await self.emit(event)
+        message = event.message if isinstance(event, MessageEndEvent) else None
+        if isinstance(message, AssistantMessage) and message.stop_reason != "error":
+            self._compactor.overflow_recovery_attempted = False
+            await self._retry.succeeded()
+
+    def _convert_to_llm(self, messages: Sequence[AgentMessage]) -> list[Message]:
+        images = self.settings.get("images")
+        blocked = isinstance(images, dict) and images.get("blockImages") is True
+        return convert_to_llm(messages, block_images=blocked)
+
+    async def _transform_context(self, messages: Sequence[AgentMessage]) -> list[AgentMessage]:
+        changed = await self.hook("context", list(messages))
+        return list(messages) if changed is None else cast(list[AgentMessage], changed)
+
+    # ------------------------------------------------------------------ session moves
+
+    def _write_pending_entries(self) -> None:
+        for kind, value in self._pending_entries:
+            if kind == "model":
+                self.session_manager.append_model_change(value.provider, value.id)
+            else:
+                self.session_manager.append_thinking_level_change(value)
+        self._pending_entries = []
+
+    async def replace_session(self, reason: SessionStartReason, previous: str | None) -> None:
+        self.agent.clear_all_queues()
+        self._steering_texts.clear()
+        self._follow_up_texts.clear()
+        self._pending_next_turn.clear()
+        self._retry.reset()
+        self._last_assistant = None
+        self._compactor.overflow_recovery_attempted = False
+        self._pending_entries = _tree.restore_state(self, None, None)
+        self._write_pending_entries()
+        await self.hook("session_start", reason, previous)
+
+    async def complete(
+        self, model: Model, context: Context, options: StreamOptions
+    ) -> AssistantMessage:
+        if options.api_key is None:
+            get = self.agent.get_api_key
+            key = await maybe_await(get(model.provider)) if get is not None else None
+            if isinstance(key, str) and key:
+                options = attrs.evolve(options, api_key=key)
+        if self._complete_fn is not None:
+            return await self._complete_fn(model, context, options)
+        return await complete_simple(model, context, options, registry=self._registry)
+
+    def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
+        messages = self.agent.messages
+        last = messages[-1] if messages else None
+        if isinstance(last, AssistantMessage) and (not only_errors or last.stop_reason == "error"):
+            self.agent.replace_messages(messages[:-1])
+
+    # ------------------------------------------------------------------ jobs
+
+    def _start_job(
+        self,
+        reply: Reply[Any],
+        work: Callable[[], Awaitable[Any]],
+        cancelled: Any = None,
+    ) -> _Job:
+        """Run ``work`` as the session's newest job; ``reply`` gets its result (or error).
+
+        A job that was cancelled (by an abort, or by a later exclusive job) before it produced
+        a result answers ``cancelled`` (an exception instance is raised in the sender).
+        """
+        assert self._nursery is not None
+        job = _Job(previous=self._job)
+        self._job = job
+        if self._idle.is_set():
+            self._idle = trio.Event()
+        self._nursery.start_soon(self._run_job, job, reply, work, cancelled)
+        return job
+
+    async def _run_job(
+        self, job: _Job, reply: Reply[Any], work: Callable[[], Awaitable[Any]], cancelled: Any
+    ) -> None:
+        try:
+            with job.scope:
+                reply.set(await work())
+            if not reply.is_set:
+                if isinstance(cancelled, BaseException):
+                    reply.fail(cancelled)
+                else:
+                    reply.set(cancelled)
+        except Exception as exc:
+            reply.fail(unwrap_group(exc))
+        finally:
+            job.done.set()
+            if self._job is job:
+                self._job = None
+                self._idle.set()
+
+    @asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """In a job: abort the jobs before it and wait for them, then hold the session."""
+        job = self._job
+        previous = job.previous if job is not None else None
+        if previous is not None:
+            self._abort_jobs(previous)
+            while previous is not None:
+                await previous.done.wait()
+                previous = previous.previous
+            if job is not None:
+                job.previous = None
+        self.agent.abort()
+        await self.agent.wait_for_idle()
+        yield
+
+    def _abort_now(self) -> None:
+        """Abort the run, its backoff, compaction and branch summary, and every job."""
+        self._retry.cancel()
+        self._compactor.abort()
+        if self.branch_summary_scope is not None:
+            self.branch_summary_scope.cancel()
+        self.agent.abort()
+        if self._job is not None:
+            self._abort_jobs(self._job)
+
+    def _abort_jobs(self, job: _Job | None) -> None:
+        deadline = trio.current_time() + ABORT_GRACE
+        while job is not None:
+            if job.scope.deadline > deadline:
+                job.scope.deadline = deadline
+            job = job.previous
+
+    def _start_waiter(self, reply: Reply[None]) -> None:
+        async def wait() -> None:
+            await self.wait_for_idle()
+            reply.set(None)
+
+        assert self._nursery is not None
+        self._nursery.start_soon(wait)
+
+    async def wait_for_idle(self) -> None:
+        """Return once no job (run, retry, compaction, move) is in progress."""
+        while not self._idle.is_set():
+            await self._idle.wait()
+        await self.agent.wait_for_idle()
+
+    async def abort(self) -> None:
+        """Abort everything in progress and wait until idle (within ``ABORT_GRACE`` or so)."""
+        self._abort_now()
+        await self.wait_for_idle()
+
+    # ------------------------------------------------------------------ prompting
+
+    async def _prompt(self, command: cmd.Prompt) -> None:
+        if command.abandoned:
+            command.reply.set(None)
+            return
+        if self.is_busy and command.policy != "interrupt":
+            if command.policy == "follow_up":
+                self._queue_follow_up(command.text, command.images)
+            elif command.policy == "steer":
+                self._queue_steer(command.text, command.images)
+            else:
+                raise UsageError(STREAMING_NEEDS_BEHAVIOR)
+            _ack(command.reply)
+            await self._emit_queue_update()
+            command.reply.set(None)
+            return
+        interrupt = self.is_busy
+        if interrupt:
+            self._abort_now()
+        self._start_job(command.reply, lambda: self._prompt_job(command, interrupt))
+
+    async def _prompt_job(self, command: cmd.Prompt, interrupt: bool) -> None:
+        if interrupt:
+            async with self.exclusive():
+                pass
+        model = self.model
+        if model is None:
+            raise UsageError(NO_MODEL_SELECTED)
+        if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
+            raise UsageError(f"No API key found for {model.provider}.")
+        text, images = command.text, command.images
+        last = self._last_assistant_in_context()
+        if last is not None:
+            await self._compactor.check(last, skip_aborted_check=False)
+        content: list[TextContent | ImageContent] = [TextContent(text=text)]
+        content.extend(images or ())
+        messages: list[AgentMessage] = [UserMessage(content=content, timestamp=now_ms())]
+        messages.extend(self._pending_next_turn)
+        self._pending_next_turn.clear()
+        start = await self.hook("before_agent_start", text, images, self._base_system_prompt)
+        if start is not None:
+            messages.extend(start.messages)
+        system_prompt = start.system_prompt if start is not None else None
+        self.agent.set_system_prompt(system_prompt or self._base_system_prompt)
+        await self._drive(lambda: self.agent.prompt(messages))
+
+    async def _drive(self, start: Callable[[], Awaitable[None]]) -> None:
+        """Run the agent, then retry / compact / continue until the session settles."""
+        self._last_assistant = None
+        await start()
+        while True:
+            message, self._last_assistant = self._last_assistant, None
+            if message is None or not await self._after_run(message):
+                break
+            try:
+                await self.agent.continue_()
+            except UsageError as exc:
+                log.warning("continue_failed", error=str(exc))
+                break
+
+    async def _after_run(self, message: AssistantMessage) -> bool:
+        """pi's agent_end handling: retry a transient error, else check compaction."""
+        window = self.model.context_window if self.model is not None else 0
+        # The failed response stays in the session file but leaves the context.
+        if self._retry.is_retryable(message, window) and await self._retry_actor.backoff(
+            message, on_scheduled=self.drop_trailing_assistant
+        ):
+            return True
+        return await self._compactor.check(message)
+
+    def _last_assistant_in_context(self) -> AssistantMessage | None:
+        for message in reversed(self.agent.messages):
+            if isinstance(message, AssistantMessage):
+                return message
+        return None
+
+    def _user_message(self, text: str, images: tuple[ImageContent, ...] | None) -> UserMessage:
+        content: list[TextContent | ImageContent] = [TextContent(text=text)]
+        content.extend(images or ())
+        return UserMessage(content=content, timestamp=now_ms())
+
+    def _queue_steer(self, text: str, images: tuple[ImageContent, ...] | None) -> None:
+        self.agent.steer(self._user_message(text, images))
+        self._steering_texts.append(text)
+
+    def _queue_follow_up(self, text: str, images: tuple[ImageContent, ...] | None) -> None:
+        self.agent.follow_up(self._user_message(text, images))
+        self._follow_up_texts.append(text)
+
+    async def _send_custom_message(self, command: cmd.SendCustomMessage) -> None:
+        content = command.content
+        message = CustomMessage(
+            custom_type=command.custom_type,
+            content=content if isinstance(content, str) else tuple(content),
+            display=command.display,
+            details=command.details,
+            timestamp=now_ms(),
+        )
+        if command.deliver_as == "next_turn":
+            self._pending_next_turn.append(message)
+            command.reply.set(None)
+        elif self.is_busy:
+            if command.deliver_as == "follow_up":
+                self.agent.follow_up(message)
+            else:
+                self.agent.steer(message)
+            command.reply.set(None)
+        elif command.trigger_turn:
+            self._start_job(command.reply, lambda: self._drive(lambda: self.agent.prompt(message)))
+        else:
+            self.agent.append_message(message)
+            self.session_manager.append_custom_message_entry(
+                command.custom_type, message.content, command.display, command.details
+            )
+            _ack(command.reply)
+            await self.emit(MessageStartEvent(message=message))
+            await self.emit(MessageEndEvent(message=message))
+            command.reply.set(None)
+
+    async def _compact(self, custom_instructions: str | None) -> Any:
+        async with self.exclusive():
+            return await self._compactor.compact(custom_instructions)
+
+    # ------------------------------------------------------------------ models, thinking
+
+    async def _set_model(self, command: cmd.SetModel) -> None:
+        model = command.model
+        if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
+            raise UsageError(f"No API key for {model.provider}/{model.id}")
+        previous = self.model
+        level = self._thinking_level_for_switch()
+        self.agent.set_model(model)
+        self.session_manager.append_model_change(model.provider, model.id)
+        change = self._apply_thinking_level(level)
+        _ack(command.reply)
+        await self.settings.aset_default_model_and_provider(model.provider, model.id)
+        await self._announce_thinking_level(change)
+        if not models_are_equal(previous, model):
+            await self.hook("model_select", model, previous, "set")
+        command.reply.set(None)
+
+    async def _cycle_model(self, command: cmd.CycleModel) -> None:
+        scoped = bool(self._scoped_models)
+        candidates = self._scoped_models or [ScopedModel(model=m) for m in self._models]
+        if self._has_auth is not None:
+            candidates = [c for c in candidates if await maybe_await(self._has_auth(c.model))]
+        if len(candidates) <= 1:
+            command.reply.set(None)
+            return
+        current = self.model
+        index = next((i for i, c in enumerate(candidates) if models_are_equal(c.model, current)), 0)
+        step = 1 if command.direction == "forward" else -1
+        chosen = candidates[(index + step) % len(candidates)]
+        level = self._thinking_level_for_switch(chosen.thinking_level)
+        self.agent.set_model(chosen.model)
+        self.session_manager.append_model_change(chosen.model.provider, chosen.model.id)
+        change = self._apply_thinking_level(level)
+        result = ModelCycleResult(
+            model=chosen.model, thinking_level=self.thinking_level, is_scoped=scoped
+        )
+        _ack(command.reply, result)
+        await self.settings.aset_default_model_and_provider(chosen.model.provider, chosen.model.id)
+        await self._announce_thinking_level(change)
+        await self.hook("model_select", chosen.model, current, "cycle")
+        command.reply.set(result)
+
+    def _thinking_level_for_switch(
+        self, explicit: ModelThinkingLevel | None = None
+    ) -> ModelThinkingLevel:
+        if explicit is not None:
+            return explicit
+        if not self.supports_thinking():
+            default = self.settings.default_thinking_level or DEFAULT_THINKING_LEVEL
+            return cast(ModelThinkingLevel, default)
+        return self.thinking_level
+
+    def _apply_thinking_level(
+        self, level: ModelThinkingLevel
+    ) -> tuple[ModelThinkingLevel, ModelThinkingLevel] | None:
+        """Set the level (clamped); record a change; return ``(new, previous)`` if it changed."""
+        available = self.available_thinking_levels()
+        if level in available:
+            effective = level
+        else:
+            effective = clamp_thinking_level(self.model, level) if self.model else "off"
+        previous = self.thinking_level
+        self.agent.set_thinking_level(effective)
+        if effective == previous:
+            return None
+        self.session_manager.append_thinking_level_change(effective)
+        return effective, previous
+
+    async def _announce_thinking_level(
+        self, change: tuple[ModelThinkingLevel, ModelThinkingLevel] | None
+    ) -> None:
+        if change is None:
+            return
+        effective, previous = change
+        if self.supports_thinking() or effective != "off":
+            await self.settings.aset_default_thinking_level(effective)
+        await self.emit(ThinkingLevelChangedEvent(level=effective))
+        await self.hook("thinking_level_select", effective, previous)
+
+
+def _ack(reply: Reply[Any], value: Any = None) -> None:
+    """Answer now if the sender is a listener that the coming publish would wait for; every
+    other sender is answered after the command's events and hooks (a second answer is
+    ignored)."""
+    if reply.eager:
+        reply.set(value)
+
+
+def compaction_cancelled() -> CompactionError:
+    """The error a compaction job that was aborted answers with."""
+    return CompactionError(COMPACTION_CANCELLED)

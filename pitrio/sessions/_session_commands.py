@@ -1,0 +1,285 @@
+"""The commands an AgentSession's actor executes, one attrs type per operation.
+
+Every front end (the Python facade :class:`~pitrio.sessions.AgentSession`, RPC over stdio, a
+websocket host, an extension) is a sender of these commands into the session's bounded inbox.
+They are named after pi 0.73.1's RPC commands (``docs/rpc.md``: ``prompt``, ``steer``,
+``follow_up``, ``abort``, ``set_model``, ``cycle_model``, ``set_thinking_level``,
+``cycle_thinking_level``, ``set_steering_mode``, ``set_follow_up_mode``, ``compact``,
+``set_auto_compaction``, ``set_auto_retry``, ``abort_retry``, ``new_session``,
+``switch_session``, ``fork``, ``set_session_name`` ...) and each carries a :class:`Reply` that
+the actor answers exactly once: with the operation's result, or with the exception it raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from pitrio.channels import Reply
+from pitrio.providers import ImageContent, Model, ModelThinkingLevel, TextContent
+from pitrio.sessions._agent_session_types import (
+    ForkResult,
+    ModelCycleResult,
+    NavigateTreeResult,
+)
+from pitrio.sessions._compaction import CompactionResult
+
+__all__ = [
+    "Abort",
+    "AbortBranchSummary",
+    "AbortCompaction",
+    "AbortRetry",
+    "BusyPolicy",
+    "ClearQueue",
+    "Compact",
+    "CycleModel",
+    "CycleThinkingLevel",
+    "FollowUp",
+    "Fork",
+    "NavigateTree",
+    "NewSession",
+    "Prompt",
+    "SendCustomMessage",
+    "SessionCommand",
+    "SetAutoCompaction",
+    "SetAutoRetry",
+    "SetFollowUpMode",
+    "SetModel",
+    "SetSessionName",
+    "SetSteeringMode",
+    "SetThinkingLevel",
+    "Steer",
+    "SwitchSession",
+]
+
+BusyPolicy: TypeAlias = Literal["reject", "steer", "follow_up", "interrupt"]
+"""What a prompt does while the session is busy: ``"reject"`` raises pi's error (default),
+``"steer"`` / ``"follow_up"`` queue it, ``"interrupt"`` aborts the run and then runs it."""
+
+
+def _reply() -> Any:
+    return Reply()
+
+
+@attrs.define(kw_only=True, eq=False)
+class Prompt:
+    """``prompt``: run a user message (the input hook has already run in the caller)."""
+
+    text: str
+    images: tuple[ImageContent, ...] | None = None
+    policy: BusyPolicy = "reject"
+    reply: Reply[None] = attrs.field(factory=_reply)
+    abandoned: bool = False
+    """Set by a sender that stopped waiting: if not yet executed, the prompt is dropped."""
+
+
+@attrs.define(kw_only=True, eq=False)
+class Steer:
+    """``steer``: queue a message for the next turn (skips a running batch's unstarted calls)."""
+
+    text: str
+    images: tuple[ImageContent, ...] | None = None
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class FollowUp:
+    """``follow_up``: queue a message for when the agent would otherwise stop."""
+
+    text: str
+    images: tuple[ImageContent, ...] | None = None
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class Abort:
+    """``abort``: cancel the run, its retry backoff and compaction; answered once idle."""
+
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class AbortRetry:
+    """``abort_retry``: end a retry backoff (the run then ends with its error)."""
+
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class AbortCompaction:
+    """Cancel a compaction in progress."""
+
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class AbortBranchSummary:
+    """Cancel a branch summary in progress."""
+
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class ClearQueue:
+    """Drop the queued steering and follow-up messages; answered with their texts."""
+
+    reply: Reply[tuple[list[str], list[str]]] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SendCustomMessage:
+    """An extension message (``custom_message`` entry), queued, kept or run."""
+
+    custom_type: str
+    content: str | Sequence[TextContent | ImageContent]
+    display: bool = True
+    details: Any = None
+    trigger_turn: bool = False
+    deliver_as: Literal["steer", "follow_up", "next_turn"] | None = None
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetModel:
+    """``set_model``."""
+
+    model: Model
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class CycleModel:
+    """``cycle_model``; answered with the new model, or None when there is nothing to cycle."""
+
+    direction: Literal["forward", "backward"] = "forward"
+    reply: Reply[ModelCycleResult | None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetThinkingLevel:
+    """``set_thinking_level`` (clamped to the model)."""
+
+    level: ModelThinkingLevel
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class CycleThinkingLevel:
+    """``cycle_thinking_level``; answered with the new level, or None without reasoning."""
+
+    reply: Reply[ModelThinkingLevel | None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetSteeringMode:
+    """``set_steering_mode``."""
+
+    mode: Literal["all", "one-at-a-time"]
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetFollowUpMode:
+    """``set_follow_up_mode``."""
+
+    mode: Literal["all", "one-at-a-time"]
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetAutoCompaction:
+    """``set_auto_compaction``."""
+
+    enabled: bool
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetAutoRetry:
+    """``set_auto_retry``."""
+
+    enabled: bool
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetSessionName:
+    """``set_session_name``."""
+
+    name: str
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class Compact:
+    """``compact``: abort what runs, then compact; answered with the result."""
+
+    custom_instructions: str | None = None
+    reply: Reply[CompactionResult] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class NewSession:
+    """``new_session``; answered False when a hook cancelled."""
+
+    parent_session: str | None = None
+    reply: Reply[bool] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SwitchSession:
+    """``switch_session``; answered False when a hook cancelled."""
+
+    session_path: str
+    reply: Reply[bool] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class Fork:
+    """``fork``."""
+
+    entry_id: str
+    position: Literal["before", "at"] = "before"
+    reply: Reply[ForkResult] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class NavigateTree:
+    """Move to another entry of the tree (pi's ``/tree``), optionally summarising."""
+
+    target_id: str
+    summarize: bool = False
+    custom_instructions: str | None = None
+    replace_instructions: bool = False
+    label: str | None = None
+    reply: Reply[NavigateTreeResult] = attrs.field(factory=_reply)
+
+
+SessionCommand: TypeAlias = (
+    Prompt
+    | Steer
+    | FollowUp
+    | Abort
+    | AbortRetry
+    | AbortCompaction
+    | AbortBranchSummary
+    | ClearQueue
+    | SendCustomMessage
+    | SetModel
+    | CycleModel
+    | SetThinkingLevel
+    | CycleThinkingLevel
+    | SetSteeringMode
+    | SetFollowUpMode
+    | SetAutoCompaction
+    | SetAutoRetry
+    | SetSessionName
+    | Compact
+    | NewSession
+    | SwitchSession
+    | Fork
+    | NavigateTree
+)
+"""Every command an AgentSession's inbox accepts."""
