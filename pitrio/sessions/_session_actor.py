@@ -67,27 +67,22 @@ from pitrio.providers import (
     TextContent,
     ToolResultMessage,
     UserMessage,
-    clamp_thinking_level,
     complete_simple,
     default_catalogue,
-    models_are_equal,
     now_ms,
-    supported_thinking_levels,
 )
 from pitrio.sessions import _agent_session_tree as _tree
 from pitrio.sessions import _session_commands as cmd
 from pitrio.sessions._agent_session_compaction import COMPACTION_CANCELLED, SessionCompactor
-from pitrio.sessions._agent_session_tree import DEFAULT_THINKING_LEVEL, user_text
+from pitrio.sessions._agent_session_tree import user_text
 from pitrio.sessions._agent_session_types import (
     AgentSessionEvent,
     CompactionEventStyle,
-    ModelCycleResult,
     QueueUpdateEvent,
     ScopedModel,
     SessionHooks,
     SessionInfoChangedEvent,
     SessionStartReason,
-    ThinkingLevelChangedEvent,
 )
 from pitrio.sessions._compaction import CompactionError
 from pitrio.sessions._entries import CustomMessage
@@ -95,6 +90,7 @@ from pitrio.sessions._manager import SessionManager
 from pitrio.sessions._messages import convert_to_llm
 from pitrio.sessions._persistence import Persistence
 from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN, Retry, RetryActor
+from pitrio.sessions._session_models import ModelCommands, ack
 from pitrio.sessions._settings import SettingsManager
 from pitrio.tools import AgentTool
 
@@ -118,7 +114,6 @@ SESSION_INBOX: Final = 64
 """Commands waiting for the session's task. Commands execute without waiting on the network or
 the model, so the inbox drains as fast as it fills; 64 absorbs a burst of RPC lines, and a
 sender beyond that waits (backpressure) instead of growing a queue."""
-THINKING_LEVELS: Final[tuple[ModelThinkingLevel, ...]] = ("off", "minimal", "low", "medium", "high")
 
 STREAMING_NEEDS_BEHAVIOR: Final = (
     "Agent is already processing. Specify streaming_behavior ('steer' or 'follow_up') to queue "
@@ -152,7 +147,7 @@ class _Job:
     previous: _Job | None = None
 
 
-class SessionActor:
+class SessionActor(ModelCommands):
     """The state of one AgentSession and the task that changes it (see the module docstring).
 
     Implements :class:`~pitrio.sessions._session_core.SessionCore` for the tree and compaction
@@ -321,12 +316,12 @@ class SessionActor:
                 await self._prompt(command)
             case cmd.Steer():
                 self._queue_steer(command.text, command.images)
-                _ack(command.reply)
+                ack(command.reply)
                 await self._emit_queue_update()
                 command.reply.set(None)
             case cmd.FollowUp():
                 self._queue_follow_up(command.text, command.images)
-                _ack(command.reply)
+                ack(command.reply)
                 await self._emit_queue_update()
                 command.reply.set(None)
             case cmd.Abort():
@@ -347,7 +342,7 @@ class SessionActor:
                 self._steering_texts.clear()
                 self._follow_up_texts.clear()
                 self.agent.clear_all_queues()
-                _ack(command.reply, texts)
+                ack(command.reply, texts)
                 await self._emit_queue_update()
                 command.reply.set(texts)
             case cmd.SendCustomMessage():
@@ -358,7 +353,7 @@ class SessionActor:
                 await self._cycle_model(command)
             case cmd.SetThinkingLevel():
                 change = self._apply_thinking_level(command.level)
-                _ack(command.reply)
+                ack(command.reply)
                 await self._announce_thinking_level(change)
                 command.reply.set(None)
             case cmd.CycleThinkingLevel():
@@ -370,7 +365,7 @@ class SessionActor:
                 index = levels.index(current) if current in levels else -1
                 change = self._apply_thinking_level(levels[(index + 1) % len(levels)])
                 level = self.thinking_level
-                _ack(command.reply, level)
+                ack(command.reply, level)
                 await self._announce_thinking_level(change)
                 command.reply.set(level)
             case cmd.SetSteeringMode():
@@ -389,7 +384,7 @@ class SessionActor:
                 await self.settings.aset_retry_enabled(command.enabled)
             case cmd.SetSessionName():
                 self.session_manager.append_session_info(command.name)
-                _ack(command.reply)
+                ack(command.reply)
                 await self.emit(
                     SessionInfoChangedEvent(name=self.session_manager.get_session_name())
                 )
@@ -423,14 +418,6 @@ class SessionActor:
                 )
 
     # ------------------------------------------------------------------ state
-
-    @property
-    def model(self) -> Model | None:
-        return self.agent.model
-
-    @property
-    def thinking_level(self) -> ModelThinkingLevel:
-        return self.agent.thinking_level
 
     @property
     def is_busy(self) -> bool:
@@ -470,14 +457,6 @@ class SessionActor:
             if model.provider == provider and model.id == model_id:
                 return model
         return default_catalogue.get(provider, model_id)
-
-    def supports_thinking(self) -> bool:
-        return bool(self.model is not None and self.model.reasoning)
-
-    def available_thinking_levels(self) -> list[ModelThinkingLevel]:
-        if self.model is None:
-            return list(THINKING_LEVELS)
-        return supported_thinking_levels(self.model)
 
     def snapshot(self) -> SessionSnapshot:
         """The session's state now, for a client rebuilding instead of replaying."""
@@ -701,7 +680,7 @@ class SessionActor:
                 self._queue_steer(command.text, command.images)
             else:
                 raise UsageError(STREAMING_NEEDS_BEHAVIOR)
-            _ack(command.reply)
+            ack(command.reply)
             await self._emit_queue_update()
             command.reply.set(None)
             return
@@ -803,7 +782,7 @@ class SessionActor:
             self.session_manager.append_custom_message_entry(
                 command.custom_type, message.content, command.display, command.details
             )
-            _ack(command.reply)
+            ack(command.reply)
             await self.emit(MessageStartEvent(message=message))
             await self.emit(MessageEndEvent(message=message))
             command.reply.set(None)
@@ -811,94 +790,6 @@ class SessionActor:
     async def _compact(self, custom_instructions: str | None) -> Any:
         async with self.exclusive():
             return await self._compactor.compact(custom_instructions)
-
-    # ------------------------------------------------------------------ models, thinking
-
-    async def _set_model(self, command: cmd.SetModel) -> None:
-        model = command.model
-        if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
-            raise UsageError(f"No API key for {model.provider}/{model.id}")
-        previous = self.model
-        level = self._thinking_level_for_switch()
-        self.agent.set_model(model)
-        self.session_manager.append_model_change(model.provider, model.id)
-        change = self._apply_thinking_level(level)
-        _ack(command.reply)
-        await self.settings.aset_default_model_and_provider(model.provider, model.id)
-        await self._announce_thinking_level(change)
-        if not models_are_equal(previous, model):
-            await self.hook("model_select", model, previous, "set")
-        command.reply.set(None)
-
-    async def _cycle_model(self, command: cmd.CycleModel) -> None:
-        scoped = bool(self._scoped_models)
-        candidates = self._scoped_models or [ScopedModel(model=m) for m in self._models]
-        if self._has_auth is not None:
-            candidates = [c for c in candidates if await maybe_await(self._has_auth(c.model))]
-        if len(candidates) <= 1:
-            command.reply.set(None)
-            return
-        current = self.model
-        index = next((i for i, c in enumerate(candidates) if models_are_equal(c.model, current)), 0)
-        step = 1 if command.direction == "forward" else -1
-        chosen = candidates[(index + step) % len(candidates)]
-        level = self._thinking_level_for_switch(chosen.thinking_level)
-        self.agent.set_model(chosen.model)
-        self.session_manager.append_model_change(chosen.model.provider, chosen.model.id)
-        change = self._apply_thinking_level(level)
-        result = ModelCycleResult(
-            model=chosen.model, thinking_level=self.thinking_level, is_scoped=scoped
-        )
-        _ack(command.reply, result)
-        await self.settings.aset_default_model_and_provider(chosen.model.provider, chosen.model.id)
-        await self._announce_thinking_level(change)
-        await self.hook("model_select", chosen.model, current, "cycle")
-        command.reply.set(result)
-
-    def _thinking_level_for_switch(
-        self, explicit: ModelThinkingLevel | None = None
-    ) -> ModelThinkingLevel:
-        if explicit is not None:
-            return explicit
-        if not self.supports_thinking():
-            default = self.settings.default_thinking_level or DEFAULT_THINKING_LEVEL
-            return cast(ModelThinkingLevel, default)
-        return self.thinking_level
-
-    def _apply_thinking_level(
-        self, level: ModelThinkingLevel
-    ) -> tuple[ModelThinkingLevel, ModelThinkingLevel] | None:
-        """Set the level (clamped); record a change; return ``(new, previous)`` if it changed."""
-        available = self.available_thinking_levels()
-        if level in available:
-            effective = level
-        else:
-            effective = clamp_thinking_level(self.model, level) if self.model else "off"
-        previous = self.thinking_level
-        self.agent.set_thinking_level(effective)
-        if effective == previous:
-            return None
-        self.session_manager.append_thinking_level_change(effective)
-        return effective, previous
-
-    async def _announce_thinking_level(
-        self, change: tuple[ModelThinkingLevel, ModelThinkingLevel] | None
-    ) -> None:
-        if change is None:
-            return
-        effective, previous = change
-        if self.supports_thinking() or effective != "off":
-            await self.settings.aset_default_thinking_level(effective)
-        await self.emit(ThinkingLevelChangedEvent(level=effective))
-        await self.hook("thinking_level_select", effective, previous)
-
-
-def _ack(reply: Reply[Any], value: Any = None) -> None:
-    """Answer now if the sender is a listener that the coming publish would wait for; every
-    other sender is answered after the command's events and hooks (a second answer is
-    ignored)."""
-    if reply.eager:
-        reply.set(value)
 
 
 def compaction_cancelled() -> CompactionError:
