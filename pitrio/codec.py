@@ -69,7 +69,6 @@ __all__ = [
     "from_wire",
     "loads",
     "make_codec",
-    "register_tagged_union",
     "to_wire",
     "widest_codec",
     "wire",
@@ -579,18 +578,3 @@ def dumps(obj: Any) -> bytes:
     Uses :func:`widest_codec`; library code uses its own layer's codec instead.
     """
     return widest_codec().dumps(obj)
-
-
-def register_tagged_union(
-    union: Any,
-    tag: str,
-    members: Mapping[str, type] | Iterable[type],
-    *,
-    fallback: Callable[[Mapping[str, Any]], Any] | None = None,
-) -> None:
-    """Deprecated, does nothing: each layer registers its unions in its own ``_codec`` module.
-
-    Kept (issue 10) only so a module not yet migrated still imports; the union it names must be
-    registered in its layer's codec (``<layer>/_codec.py``), which is where decoding looks.
-    """
-    del union, tag, members, fallback

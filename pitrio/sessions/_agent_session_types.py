@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from pitrio.actors import AGENT_EVENT_TYPES, AgentEvent, AgentMessage
-from pitrio.codec import extra_field, register_tagged_union, wire
+from pitrio.codec import extra_field, wire
 from pitrio.providers import ImageContent, Model, ModelThinkingLevel
 from pitrio.sessions._compaction import (
     AutoCompactionEndEvent,
@@ -131,8 +131,6 @@ AGENT_SESSION_EVENT_TYPES: tuple[type, ...] = (
     AutoRetryStartEvent,
     AutoRetryEndEvent,
 )
-
-register_tagged_union(AgentSessionEvent, "type", AGENT_SESSION_EVENT_TYPES)
 
 
 # --------------------------------------------------------------------------- results

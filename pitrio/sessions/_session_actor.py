@@ -54,7 +54,6 @@ from pitrio.actors import (
     merge_agent_events,
 )
 from pitrio.channels import EventLog, Reply
-from pitrio.codec import dumps
 from pitrio.providers import (
     AssistantMessage,
     Context,
@@ -84,6 +83,7 @@ from pitrio.sessions._agent_session_types import (
     SessionInfoChangedEvent,
     SessionStartReason,
 )
+from pitrio.sessions._codec import SESSIONS_CODEC
 from pitrio.sessions._compaction import CompactionError
 from pitrio.sessions._entries import CustomMessage
 from pitrio.sessions._manager import SessionManager
@@ -194,7 +194,10 @@ class SessionActor(ModelCommands):
         self._compactor = SessionCompactor(self)
         ring = replay_ring if replay_ring is not None else self.settings.replay_ring_size
         self.log: EventLog[AgentSessionEvent] = EventLog(
-            encode=dumps, merge=merge_agent_events, snapshot=self.snapshot, ring_size=ring
+            encode=SESSIONS_CODEC.dumps,
+            merge=merge_agent_events,
+            snapshot=self.snapshot,
+            ring_size=ring,
         )
         self._retry = Retry(self.settings.retry_settings, self.emit, pattern=retry_pattern)
         self._retry_actor = RetryActor(self._retry)

@@ -7,7 +7,7 @@
           +-- ToolNotFound (also LookupError)        no tool of that name
           +-- ToolArgumentsInvalid (also ValueError) arguments fail the tool's JSON schema
           +-- ToolSchemaInvalid (also ValueError)    the tool's own schema is not a JSON schema
-          +-- FileToolError                          pitrio.tools.builtin: a built-in file tool failed
+          +-- FileToolError                          a built-in file tool failed
 
 None of these reaches the model as an exception: the agent turns each into an error tool result
 (pi's ``prepareToolCall``), whose text is the exception's message.
