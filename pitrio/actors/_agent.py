@@ -478,17 +478,11 @@ class Agent:
         async with self._bus.open_subscription(max_buffer=max_buffer, policy=policy) as sub:
             yield sub
 
-    async def _emit(self, event: AgentEvent) -> None:
-        self._reduce(event)
-        await self._bus.publish(event)
-
-    async def _reduce_only(self, event: AgentEvent) -> None:
-        # An abort epilogue whose subscribers stalled past its bound: the state (and whoever
-        # records it) still sees every closing event; only the delivery is skipped.
-        self._reduce(event)
-
-    def _reduce(self, event: AgentEvent) -> None:
-        # Reduce state first (pi's processEvents), then record, then deliver.
+    async def _emit(self, event: AgentEvent, *, deliver: bool = True) -> None:
+        # Reduce state first (pi's processEvents), then record, then deliver. With
+        # deliver=False (an abort epilogue whose subscribers stalled past its bound) the state,
+        # and whoever records it, still see every closing event; only delivery is skipped.
+        # One function on the per-delta path: the reducer is inlined here on purpose.
         if isinstance(event, MessageUpdateEvent | MessageStartEvent):
             self._stream_message = event.message
         elif isinstance(event, MessageEndEvent):
@@ -506,6 +500,11 @@ class Agent:
             self._stream_message = None
         if self.record_event is not None:
             self.record_event(event)
+        if deliver:
+            await self._bus.publish(event)
+
+    async def _reduce_only(self, event: AgentEvent) -> None:
+        await self._emit(event, deliver=False)
 
     # ------------------------------------------------------------------ runs
 
