@@ -15,8 +15,6 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, BinaryIO, TextIO, cast
 
-import structlog
-
 import pitrio
 
 if TYPE_CHECKING:
@@ -254,9 +252,11 @@ def _demo_parser() -> argparse.ArgumentParser:
 
 def parse_cli_args(argv: Sequence[str]) -> CliArgs:
     """Parse the agent command's arguments (exits with status 2 on a usage error)."""
+    ns = _agent_parser().parse_intermixed_args(list(argv))
+    # Imported after parsing: --version and --help exit inside the parser, before the
+    # providers, the catalogue and the sessions this import brings in (tests/cli/test_startup.py).
     from pitrio.cli._setup import CliArgs
 
-    ns = _agent_parser().parse_intermixed_args(list(argv))
     return CliArgs(
         messages=tuple(m for m in ns.messages if not m.startswith("@")),
         file_args=tuple(m[1:] for m in ns.messages if m.startswith("@")),
@@ -297,7 +297,10 @@ def parse_cli_args(argv: Sequence[str]) -> CliArgs:
 
 def _configure_logging() -> None:
     # The library never configures structlog; the command does: logs go to stderr so that
-    # stdout carries only the conversation (or JSON events).
+    # stdout carries only the conversation (or JSON events). Imported here: structlog pulls in
+    # asyncio, which --version and --help do not need.
+    import structlog
+
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
 
 

@@ -42,6 +42,7 @@ then keeps the built-in catalogue, and so should the caller.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -52,7 +53,6 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
-import jsonschema  # type: ignore[import-untyped]
 import trio
 
 from pitrio.codec import loads
@@ -276,12 +276,21 @@ MODELS_JSON_SCHEMA: Final[Mapping[str, Any]] = {
 }
 """JSON schema of ``models.json`` (pi's TypeBox schema; unknown keys are allowed, as in pi)."""
 
-_validator: Final = jsonschema.Draft202012Validator(MODELS_JSON_SCHEMA)
+
+@functools.cache
+def _validator() -> Any:
+    # Built on first use: importing jsonschema costs ~45 ms, which `import pitrio.providers`
+    # (and every `pitrio` start) should not pay when no models.json is read.
+    import jsonschema  # type: ignore[import-untyped]
+
+    return jsonschema.Draft202012Validator(MODELS_JSON_SCHEMA)
 
 
 def _schema_problems(data: Any) -> list[str]:
+    import jsonschema
+
     problems = []
-    for error in sorted(_validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+    for error in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.path))):
         if error.context:
             # An anyOf (compat): report the member error that got furthest, not the whole union.
             error = jsonschema.exceptions.best_match(error.context)
