@@ -356,12 +356,17 @@ class AgentSession:
         images: Sequence[ImageContent] | None = None,
         streaming_behavior: StreamingBehavior | None = None,
         source: InputSource = "interactive",
+        on_accepted: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Send a prompt and drive the run to its end (seed 002 s.1.7).
 
         While the session is busy the prompt follows ``streaming_behavior`` (else the session's
         ``busy_policy``): queued as a steering or follow-up message, run after aborting the
         current run (``"interrupt"``), or refused.
+
+        ``on_accepted`` is awaited once the prompt passed its checks, just before its run
+        starts (not for a prompt that was queued or handled by the input hook): pi's
+        ``preflightResult``, which RPC mode answers the command from.
 
         Raises:
             UsageError: busy under the ``"reject"`` policy; no model; no API key (when
@@ -376,7 +381,9 @@ class AgentSession:
                 text = result.text if result.text is not None else text
                 image_blocks = result.images if result.images is not None else image_blocks
         policy = streaming_behavior or self._actor.busy_policy
-        command = cmd.Prompt(text=text, images=image_blocks, policy=policy)
+        command = cmd.Prompt(
+            text=text, images=image_blocks, policy=policy, on_accepted=on_accepted
+        )
         command.reply.eager = self._actor.log.in_callback()
         await self._actor.send(command)
         try:

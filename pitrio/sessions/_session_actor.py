@@ -715,6 +715,8 @@ class SessionActor(ModelCommands):
             messages.extend(start.messages)
         system_prompt = start.system_prompt if start is not None else None
         self.agent.set_system_prompt(system_prompt or self._base_system_prompt)
+        if command.on_accepted is not None:
+            await command.on_accepted()
         await self._drive(lambda: self.agent.prompt(messages))
 
     async def _drive(self, start: Callable[[], Awaitable[None]]) -> None:

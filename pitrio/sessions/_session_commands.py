@@ -12,7 +12,7 @@ the actor answers exactly once: with the operation's result, or with the excepti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -73,6 +73,9 @@ class Prompt:
     reply: Reply[None] = attrs.field(factory=_reply)
     abandoned: bool = False
     """Set by a sender that stopped waiting: if not yet executed, the prompt is dropped."""
+    on_accepted: Callable[[], Awaitable[None]] | None = None
+    """Awaited once the prompt passed its checks and its run is about to start (pi's
+    ``preflightResult(true)``): RPC answers ``prompt`` here, before the run's first event."""
 
 
 @attrs.define(kw_only=True, eq=False)
