@@ -624,6 +624,7 @@ class SessionActor(ModelCommands):
         job = self._job
         previous = job.previous if job is not None else None
         if previous is not None:
+            self._abort_components()
             self._abort_jobs(previous)
             while previous is not None:
                 await previous.done.wait()
@@ -636,13 +637,18 @@ class SessionActor(ModelCommands):
 
     def _abort_now(self) -> None:
         """Abort the run, its backoff, compaction and branch summary, and every job."""
+        self._abort_components()
+        if self._job is not None:
+            self._abort_jobs(self._job)
+
+    def _abort_components(self) -> None:
+        # What stops at once and reports itself: the agent's run (its epilogue), the retry
+        # backoff (auto_retry_end), the compaction (compaction_end) and the branch summary.
         self._retry.cancel()
         self._compactor.abort()
         if self.branch_summary_scope is not None:
             self.branch_summary_scope.cancel()
         self.agent.abort()
-        if self._job is not None:
-            self._abort_jobs(self._job)
 
     def _abort_jobs(self, job: _Job | None) -> None:
         deadline = trio.current_time() + ABORT_GRACE
