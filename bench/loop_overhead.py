@@ -7,7 +7,10 @@ turns (an echo tool call, then a 200-token answer = 800 characters). 100 warm-up
 
 Modes: ``reset`` (headline: ``agent.reset()`` before every prompt, constant context),
 ``accumulate`` (history grows), ``provider`` (no Agent: the same two requests per prompt sent
-straight to ``stream_simple``; the cost of the faux provider alone).
+straight to ``stream_simple``; the cost of the faux provider alone), and through an
+``AgentSession`` built as pi's ``lib/session.mjs`` builds it (``_common.SessionFactory``):
+``session`` (a fresh session per prompt, created and disposed outside the timed region) and
+``session-accumulate`` (one session for every prompt, history kept in memory).
 
     python bench/loop_overhead.py --mode reset --prompts 2000
 """
@@ -31,7 +34,16 @@ from pitrio.providers import (
     stream_simple,
 )
 
-from _common import echo_tool, emit, env, make_text, percentile, setup_faux, tool_then_text
+from _common import (
+    SessionFactory,
+    echo_tool,
+    emit,
+    env,
+    make_text,
+    percentile,
+    setup_faux,
+    tool_then_text,
+)
 
 SYSTEM_PROMPT = "You are a benchmark agent. Call the echo tool, then answer."
 FINAL_TEXT_CHARS = 800
@@ -104,6 +116,75 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+async def run_session(args: argparse.Namespace) -> dict[str, Any]:
+    faux, registry = setup_faux(yield_every=args.yield_every)
+    factory = SessionFactory(faux, registry)
+    respond = tool_then_text(make_text(FINAL_TEXT_CHARS))
+    counts = {"events": 0, "text_deltas": 0, "turns": 0, "tool_executions": 0}
+
+    def listener(event: Any) -> None:
+        counts["events"] += 1
+        if type(event) is MessageUpdateEvent:
+            if type(event.assistant_message_event) is TextDeltaEvent:
+                counts["text_deltas"] += 1
+        elif event.type == "turn_end":
+            counts["turns"] += 1
+        elif event.type == "tool_execution_end":
+            counts["tool_executions"] += 1
+
+    latencies: list[float] = []
+    blocks: list[float] = []
+    errors = 0
+    history = 0
+    async with trio.open_nursery() as nursery:
+        kept = await factory.start(nursery) if args.mode == "session-accumulate" else None
+        if kept is not None:
+            kept.session.subscribe(listener)
+        block = 0.0
+        for i in range(args.warmup + args.prompts):
+            if i == args.warmup:
+                for key in counts:
+                    counts[key] = 0
+            served = kept
+            if served is None:
+                served = await factory.start(nursery)
+                served.session.subscribe(listener)
+            faux.append_responses([respond, respond])
+            start = time.perf_counter()
+            await served.session.prompt(f"prompt number {i}: please echo hello world")
+            elapsed = time.perf_counter() - start
+            errors += served.session.agent.error is not None
+            history = len(served.session.messages)
+            if kept is None:
+                await served.dispose()
+            if i < args.warmup:
+                continue
+            latencies.append(elapsed)
+            block += elapsed
+            if len(latencies) % 200 == 0:
+                blocks.append(round(200 / block, 1))
+                block = 0.0
+        if kept is not None:
+            await kept.dispose()
+    wall = sum(latencies)
+    ordered = sorted(latencies)
+    return {
+        "wall_s": round(wall, 4),
+        "prompts": args.prompts,
+        **counts,
+        "events_per_prompt": round(counts["events"] / args.prompts, 2),
+        "prompts_per_s": round(args.prompts / wall, 1),
+        "events_per_s": round(counts["events"] / wall),
+        "per_turn_us": round(wall * 1e6 / max(1, counts["turns"]), 1),
+        "per_prompt_us_p50": round(percentile(ordered, 50) * 1e6, 1),
+        "per_prompt_us_p99": round(percentile(ordered, 99) * 1e6, 1),
+        "prompts_per_s_by_block_of_200": blocks,
+        "final_history_messages": history,
+        "system_prompt_chars": len(factory.system_prompt),
+        "errors": errors,
+    }
+
+
 async def run_provider(args: argparse.Namespace) -> dict[str, Any]:
     faux, registry = setup_faux(yield_every=args.yield_every)
     model = faux.get_model()
@@ -157,7 +238,12 @@ async def run_provider(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    result = await (run_provider(args) if args.mode == "provider" else run_agent(args))
+    if args.mode == "provider":
+        result = await run_provider(args)
+    elif args.mode.startswith("session"):
+        result = await run_session(args)
+    else:
+        result = await run_agent(args)
     emit(
         {
             "scenario": "loop_overhead",
@@ -171,7 +257,11 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Agent-loop cost per turn (pi scenario 1).")
-    parser.add_argument("--mode", choices=["reset", "accumulate", "provider"], default="reset")
+    parser.add_argument(
+        "--mode",
+        choices=["reset", "accumulate", "provider", "session", "session-accumulate"],
+        default="reset",
+    )
     parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument(

@@ -6,14 +6,15 @@ turn appending the user and the assistant message to a SessionManager, every
 ``append_message`` timed. Three ways: in memory, file-backed with synchronous writes (one
 ``os.write`` per entry, pi's model without the open/close), and file-backed through the
 Persistence actor (the append only enqueues; ``turn_persist`` also awaits the line on disk).
-pi times ``appendMessage`` inside real AgentSession turns; pitrio has no AgentSession yet, see
-``agent_session_turns`` below (the hook for it).
+pi times ``appendMessage`` inside real AgentSession turns; ``agent_session`` gives the turn
+times of 200 AgentSession turns (file-backed and in memory) beside them.
 
 Part B (reopen): a 10,000-entry file written through the SessionManager API (a model change, a
 thinking level change, then clones of the 4 messages one real "echo tool + 800-character answer"
 prompt produces on the faux provider), then 5 times: ``SessionManager.open``,
-``build_session_context``, ``get_branch``, and the reference: read + split + parse every line.
-Medians of the 5.
+``build_session_context``, ``get_branch``, a full restore (``SessionManager.open`` and an
+AgentSession built on it, as ``createAgentSession`` does), and the reference: read + split +
+parse every line. Medians of the 5.
 
 Also measured: one ``os.write`` of an entry line to the page cache against a round trip through
 ``trio.to_thread.run_sync`` (why the Persistence actor writes on the event loop).
@@ -42,7 +43,16 @@ from pitrio.actors import open_agent
 from pitrio.providers import TextContent, UserMessage, faux_assistant_message, now_ms
 from pitrio.sessions import SessionManager, open_persistence
 
-from _common import echo_tool, emit, env, make_text, percentile, setup_faux, tool_then_text
+from _common import (
+    SessionFactory,
+    echo_tool,
+    emit,
+    env,
+    make_text,
+    percentile,
+    setup_faux,
+    tool_then_text,
+)
 
 CWD = "/bench/cwd"
 WARMUP_TURNS = 5
@@ -99,17 +109,33 @@ async def appends_actor(manager: SessionManager, turns: int) -> tuple[list[float
     return append_times, turn_times
 
 
-async def agent_session_turns(args: argparse.Namespace, run_dir: Path) -> dict[str, Any] | None:
-    """Hook for pi's part A proper: 200 AgentSession turns, file-backed and in memory.
-
-    To be filled in when ``pitrio.sessions`` has an AgentSession: build one per mode (as
-    ../shared/bench/pi/lib/session.mjs does), run ``WARMUP_TURNS + args.turns`` prompts of
-    ``"turn {i}: say something short"`` answered by ``faux_assistant_message(make_text(80))``,
-    and return ``turn_ms_p50_persisted``, ``turn_ms_p50_inmemory``, ``turns_per_s_*`` and the
-    append timings taken inside the turns. Part B's ``restore_agent_session_ms`` (an AgentSession
-    built from ``SessionManager.open(file)``) belongs here too.
-    """
-    return None
+async def agent_session_turns(args: argparse.Namespace, run_dir: Path) -> dict[str, Any]:
+    """pi's part A proper: ``WARMUP_TURNS + args.turns`` AgentSession turns of
+    ``"turn {i}: say something short"`` -> an 80-character answer, file-backed and in memory;
+    every turn timed (prompt call -> resolution)."""
+    faux, registry = setup_faux()
+    factory = SessionFactory(faux, registry)
+    answer = faux_assistant_message(make_text(80))
+    result: dict[str, Any] = {}
+    for name, manager in (
+        ("persisted", SessionManager.create(CWD, run_dir / "agent-session")),
+        ("inmemory", SessionManager.in_memory(CWD)),
+    ):
+        times: list[float] = []
+        async with trio.open_nursery() as nursery:
+            served = await factory.start(nursery, manager)
+            for i in range(WARMUP_TURNS + args.turns):
+                faux.append_responses([answer])
+                start = time.perf_counter()
+                await served.session.prompt(f"turn {i}: say something short")
+                if i >= WARMUP_TURNS:
+                    times.append(time.perf_counter() - start)
+            await served.dispose()
+        ordered = sorted(times)
+        result[f"turn_ms_p50_{name}"] = round(percentile(ordered, 50) * 1e3, 3)
+        result[f"turn_ms_p99_{name}"] = round(percentile(ordered, 99) * 1e3, 3)
+        result[f"turns_per_s_{name}"] = round(len(times) / sum(times), 1)
+    return result
 
 
 # --------------------------------------------------------------------------- part B
@@ -167,7 +193,9 @@ def reopen(path: str, directory: Path, reopens: int) -> dict[str, Any]:
     open_ms: list[float] = []
     build_ms: list[float] = []
     branch_ms: list[float] = []
+    restore_ms: list[float] = []
     context_messages = 0
+    factory = SessionFactory(*setup_faux())
     for _ in range(reopens):
         start = time.perf_counter()
         with open(path, "rb") as file:
@@ -186,6 +214,14 @@ def reopen(path: str, directory: Path, reopens: int) -> dict[str, Any]:
         build_ms.append(built - opened)
         branch_ms.append(branched - built)
         context_messages = len(context.messages)
+        manager.close()
+
+        start = time.perf_counter()
+        manager = SessionManager.open(path, directory)
+        session = factory.create(manager)
+        restore_ms.append(time.perf_counter() - start)
+        assert len(session.messages) == context_messages
+        manager.close()
     med = statistics.median
     return {
         "parse_only_ms": round(med(parse_only) * 1e3, 2),
@@ -195,7 +231,7 @@ def reopen(path: str, directory: Path, reopens: int) -> dict[str, Any]:
             med([a + b for a, b in zip(open_ms, build_ms, strict=True)]) * 1e3, 2
         ),
         "get_branch_ms": round(med(branch_ms) * 1e3, 2),
-        "restore_agent_session_ms": None,
+        "restore_agent_session_ms": round(med(restore_ms) * 1e3, 2),
         "context_messages": context_messages,
     }
 

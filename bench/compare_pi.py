@@ -1,0 +1,357 @@
+"""pi 0.73.1 against pitrio on the six scenarios of ../shared/bench/pi/README.md, in one sitting.
+
+Every job runs pi's scenario script and pitrio's counterpart interleaved (pi, pitrio, pi,
+pitrio, ...), each in a fresh process, ``--reps`` times (3); the table shows, per figure, the
+median of each side, the min-max of the runs, and the ratio (which side wins, by how much).
+Every raw result goes to a JSON file (``--json``).
+
+pi's side needs a copy of ../shared/bench/pi with its packages installed (the shared folder is
+read-only)::
+
+    cp -r ../shared/bench/pi /work/pibench && (cd /work/pibench && npm install)
+    python bench/compare_pi.py --pi-dir /work/pibench --json /tmp/compare.json
+    python bench/compare_pi.py --quick        # smaller N, one repetition: a smoke run
+    python bench/compare_pi.py --only loop,cli --reps 1
+
+``--pitrio-src DIR`` runs pitrio from a copy of the package (``git archive HEAD pitrio | tar
+-x -C DIR``) so that a shared work tree changing during a long run does not change what is
+measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+BENCH = Path(__file__).resolve().parent
+NODE_GC_FLAGS = ("--expose-gc", "--max-old-space-size=8192")
+
+
+@attrs.frozen
+class Job:
+    """One scenario run on both sides: pi's script and arguments, pitrio's."""
+
+    id: str
+    pi: tuple[str, ...]
+    pitrio: tuple[str, ...]
+    node_flags: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Row:
+    """One figure of the table: where it is in each side's result, and which way is better."""
+
+    figure: str
+    job: str
+    pi: Callable[[dict[str, Any]], float | None]
+    pitrio: Callable[[dict[str, Any]], float | None]
+    higher_is_better: bool
+    pitrio_job: str | None = None  # a pitrio variant job compared with pi's figure of `job`
+
+
+def key(*path: str) -> Callable[[dict[str, Any]], float | None]:
+    def get(result: dict[str, Any]) -> float | None:
+        value: Any = result
+        for part in path:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value if isinstance(value, int | float) else None
+
+    return get
+
+
+def jobs(quick: bool) -> list[Job]:
+    prompts = "200" if quick else "2000"
+    warmup = "20" if quick else "100"
+    n_small, n_large = ("100", "300") if quick else ("1000", "5000")
+    idle = "1000" if quick else "10000"
+    big, small = ("250000", "100000") if quick else ("1000000", "100000")
+    entries = "2000" if quick else "10000"
+    turns = "50" if quick else "200"
+    runs = "3" if quick else "10"
+
+    def loop(mode: str, *extra: str) -> Job:
+        suffix = "_y0" if extra else ""
+        return Job(
+            f"loop_overhead/{mode}{suffix}",
+            (
+                "scenarios/loop_overhead.mjs",
+                f"--mode={mode}",
+                f"--prompts={prompts}",
+                f"--warmup={warmup}",
+            ),
+            ("loop_overhead.py", "--mode", mode, "--prompts", prompts, "--warmup", warmup, *extra),
+        )
+
+    return [
+        loop("reset"),
+        loop("reset", "--yield-every", "0"),
+        loop("provider"),
+        loop("session"),
+        loop("session-accumulate"),
+        Job(
+            "stream_throughput/big",
+            ("scenarios/stream_throughput.mjs", f"--chars={big}"),
+            ("stream_throughput.py", "--chars", big),
+        ),
+        Job(
+            "stream_throughput/small",
+            ("scenarios/stream_throughput.mjs", f"--chars={small}"),
+            ("stream_throughput.py", "--chars", small),
+        ),
+        Job(
+            "concurrent_sessions/small",
+            ("scenarios/concurrent_sessions.mjs", f"--n={n_small}"),
+            ("concurrent_sessions.py", "--n", n_small),
+            NODE_GC_FLAGS,
+        ),
+        Job(
+            "concurrent_sessions/large",
+            ("scenarios/concurrent_sessions.mjs", f"--n={n_large}"),
+            ("concurrent_sessions.py", "--n", n_large),
+            NODE_GC_FLAGS,
+        ),
+        Job(
+            "idle_memory",
+            ("scenarios/idle_memory.mjs", f"--n={idle}"),
+            ("idle_memory.py", "--n", idle),
+            NODE_GC_FLAGS,
+        ),
+        Job(
+            "session_persistence",
+            ("scenarios/session_persistence.mjs", f"--turns={turns}", f"--entries={entries}"),
+            ("session_io.py", "--turns", turns, "--entries", entries),
+        ),
+        Job(
+            "cli_startup",
+            ("scenarios/cli_startup.mjs", f"--runs={runs}"),
+            ("cli_startup.py", "--runs", runs),
+        ),
+    ]
+
+
+def rows(quick: bool) -> list[Row]:
+    n_small, n_large = ("100", "300") if quick else ("1,000", "5,000")
+    idle = "1,000" if quick else "10,000"
+    big, small = ("250 KB", "100 KB") if quick else ("1 MB", "100 KB")
+    entries = "2,000" if quick else "10,000"
+    prompts = "200" if quick else "2,000"
+    per_call = key("per_turn_us")
+    return [
+        Row("Agent loop reset, prompts/s (1)", "loop_overhead/reset", key("prompts_per_s"),
+            key("prompts_per_s"), True),
+        Row("  same, pitrio with --yield-every 0 (1)", "loop_overhead/reset", key("prompts_per_s"),
+            key("prompts_per_s"), True, pitrio_job="loop_overhead/reset_y0"),
+        Row("faux provider alone, µs per LLM call (1)", "loop_overhead/provider", per_call,
+            per_call, False),
+        Row("fresh AgentSession per prompt, prompts/s (1)", "loop_overhead/session",
+            key("prompts_per_s"), key("prompts_per_s"), True),
+        Row(f"one AgentSession, {prompts} prompts kept, prompts/s (1)",
+            "loop_overhead/session-accumulate", key("prompts_per_s"), key("prompts_per_s"), True),
+        Row(f"{big} answer through an Agent, deltas/s (2)", "stream_throughput/big",
+            key("text_deltas_per_s"), key("text_deltas_per_s"), True),
+        Row(f"{small} answer through an Agent, deltas/s (2)", "stream_throughput/small",
+            key("text_deltas_per_s"), key("text_deltas_per_s"), True),
+        Row(f"{n_small} sessions at 50 tok/s, wall s (3; ideal 2.12)",
+            "concurrent_sessions/small", key("wall_s"), key("wall_s"), False),
+        Row("  same, event-loop lag p99 ms", "concurrent_sessions/small", key("lag_p99_ms"),
+            key("lag_p99_ms"), False),
+        Row(f"{n_large} sessions at 50 tok/s, wall s (3)", "concurrent_sessions/large",
+            key("wall_s"), key("wall_s"), False),
+        Row("  same, event-loop lag p99 ms", "concurrent_sessions/large", key("lag_p99_ms"),
+            key("lag_p99_ms"), False),
+        Row("  same, peak RSS per session KB", "concurrent_sessions/large",
+            key("peak_rss_per_session_kb"), key("peak_rss_per_session_kb"), False),
+        Row(f"idle AgentSession RSS KB at N={idle} (4)", "idle_memory",
+            key("rss_per_session_kb"), key("rss_per_session_kb"), False),
+        Row(f"open a {entries}-entry session, ms (5)", "session_persistence",
+            key("open_ms"), key("reopen", "open_ms"), False),
+        Row("  full restore (open + AgentSession), ms (5)", "session_persistence",
+            key("restore_agent_session_ms"), key("reopen", "restore_agent_session_ms"), False),
+        Row("  AgentSession turn p50, persisted, ms (5)", "session_persistence",
+            key("turn_ms_p50_persisted"), key("agent_session", "turn_ms_p50_persisted"), False),
+        Row("`--version`, ms (6)", "cli_startup", key("version_ms"), key("version_ms"), False),
+        Row("`--help`, ms (6)", "cli_startup", key("help_ms"), key("help_ms"), False),
+        Row("import the SDK (pi-coding-agent / pitrio.sessions), ms (6)", "cli_startup",
+            key("sdk_import_ms"), key("sessions_import_ms"), False),
+    ]  # fmt: skip
+
+
+def last_json(stdout: str) -> dict[str, Any] | None:
+    """The last JSON object a scenario printed (pitrio's stream bench ends with a summary)."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and not value.get("summary"):
+            return value
+    return None
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> dict[str, Any]:
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout}s"}
+    result = last_json(done.stdout)
+    if result is None:
+        return {"error": f"no JSON result (exit {done.returncode})", "stderr": done.stderr[-2000:]}
+    result["_seconds"] = round(time.perf_counter() - start, 1)
+    return result
+
+
+def summary(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 10_000:
+        return f"{value / 1000:,.0f}k"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def cell(stats: dict[str, float] | None) -> str:
+    if stats is None:
+        return "-"
+    text = fmt(stats["median"])
+    if stats["min"] != stats["max"]:
+        text += f" ({fmt(stats['min'])}-{fmt(stats['max'])})"
+    return text
+
+
+def ratio(pi: float | None, pitrio: float | None, higher_is_better: bool) -> str:
+    if not pi or not pitrio:
+        return "-"
+    pitrio_better = pitrio > pi if higher_is_better else pitrio < pi
+    factor = max(pi, pitrio) / min(pi, pitrio)
+    if factor < 1.05:
+        return "even"
+    return f"{'pitrio' if pitrio_better else 'pi'} {factor:.1f}x"
+
+
+def table(
+    all_rows: list[Row], raw: dict[str, dict[str, list[dict[str, Any]]]]
+) -> tuple[str, list[dict[str, Any]]]:
+    lines = ["| figure (scenario) | pi 0.73.1 | pitrio | ratio |", "|---|---|---|---|"]
+    data = []
+    for row in all_rows:
+        pi_runs = raw.get(row.job, {}).get("pi", [])
+        pitrio_runs = raw.get(row.pitrio_job or row.job, {}).get("pitrio", [])
+        pi_values = [v for v in map(row.pi, pi_runs) if v is not None]
+        pitrio_values = [v for v in map(row.pitrio, pitrio_runs) if v is not None]
+        if not pi_runs and not pitrio_runs:
+            continue
+        pi_stats, pitrio_stats = summary(pi_values), summary(pitrio_values)
+        verdict = ratio(
+            pi_stats["median"] if pi_stats else None,
+            pitrio_stats["median"] if pitrio_stats else None,
+            row.higher_is_better,
+        )
+        lines.append(f"| {row.figure} | {cell(pi_stats)} | {cell(pitrio_stats)} | {verdict} |")
+        data.append(
+            {"figure": row.figure, "pi": pi_stats, "pitrio": pitrio_stats, "ratio": verdict}
+        )
+    return "\n".join(lines), data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="pi 0.73.1 and pitrio, interleaved, as a table.")
+    parser.add_argument("--pi-dir", default="/work/pibench", help="a copy of bench/pi, installed")
+    parser.add_argument("--pitrio-src", help="run pitrio from this copy of the package")
+    parser.add_argument("--reps", type=int, help="runs per side and job (default 3, quick 1)")
+    parser.add_argument("--quick", action="store_true", help="small N, for a smoke run")
+    parser.add_argument("--only", help="comma-separated job id prefixes (loop,stream,cli,...)")
+    parser.add_argument("--json", help="write every raw result and the table here")
+    parser.add_argument("--node", default="node")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="per run, in seconds")
+    args = parser.parse_args()
+    reps = args.reps or (1 if args.quick else 3)
+    pi_dir = Path(args.pi_dir).resolve()
+    if not (pi_dir / "node_modules" / "@mariozechner" / "pi-coding-agent").is_dir():
+        raise SystemExit(f"{pi_dir}: not an installed copy of bench/pi (see this module's doc)")
+    prefixes = args.only.split(",") if args.only else None
+    selected = [
+        job for job in jobs(args.quick) if not prefixes or job.id.startswith(tuple(prefixes))
+    ]
+
+    pi_env = {**os.environ, "PI_CODING_AGENT_DIR": str(pi_dir / "tmp" / "agent")}
+    (pi_dir / "tmp" / "agent").mkdir(parents=True, exist_ok=True)
+    pitrio_env = dict(os.environ)
+    if args.pitrio_src:
+        pitrio_env["PYTHONPATH"] = str(Path(args.pitrio_src).resolve())
+
+    started = datetime.datetime.now().astimezone()
+    raw: dict[str, dict[str, list[dict[str, Any]]]] = {
+        job.id: {"pi": [], "pitrio": []} for job in selected
+    }
+    for rep in range(1, reps + 1):
+        for job in selected:
+            for side in ("pi", "pitrio"):
+                if side == "pi":
+                    argv = [args.node, *job.node_flags, *job.pi]
+                    result = run(argv, pi_dir, pi_env, args.timeout)
+                else:
+                    argv = [sys.executable, *job.pitrio]
+                    result = run(argv, BENCH, pitrio_env, args.timeout)
+                raw[job.id][side].append(result)
+                note = result.get("error") or f"{result.get('_seconds')} s"
+                print(f"[rep {rep}/{reps}] {job.id} {side}: {note}", file=sys.stderr, flush=True)
+
+    text, data = table(rows(args.quick), raw)
+    node = subprocess.run([args.node, "--version"], capture_output=True, text=True, check=False)
+    runs = f"median (min-max) of {reps} runs each" if reps > 1 else "one run each"
+    header = (
+        f"pi 0.73.1 (node {node.stdout.strip()}) and pitrio (CPython "
+        f"{platform.python_version()}), {started:%Y-%m-%d}, {os.cpu_count()} CPUs, interleaved, "
+        f"{runs}{', --quick' if args.quick else ''}"
+    )
+    print(header)
+    print()
+    print(text)
+    if args.json:
+        Path(args.json).write_bytes(
+            orjson.dumps(
+                {
+                    "meta": {
+                        "started": started.isoformat(),
+                        "reps": reps,
+                        "quick": args.quick,
+                        "header": header,
+                        "commit": subprocess.run(
+                            ["git", "rev-parse", "HEAD"], cwd=BENCH, capture_output=True, text=True,
+                            check=False,
+                        ).stdout.strip(),
+                    },
+                    "table": data,
+                    "runs": raw,
+                },
+                option=orjson.OPT_INDENT_2,
+            )
+        )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

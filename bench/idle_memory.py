@@ -1,0 +1,114 @@
+"""Scenario 4, ``idle_memory``: what an idle AgentSession costs (mirrors
+../shared/bench/pi/scenarios/idle_memory.mjs).
+
+20 sessions are created and disposed (warm-up), ``gc.collect()``; then N idle AgentSessions
+(``_common.SessionFactory``: in memory, the ``echo`` tool, pi's default system prompt), each
+served (its tasks running) and never prompted, are kept; ``gc.collect()`` again.
+``rss_per_session_kb`` = (after - before) / N, and the same for the bytes Python's allocator
+traced (``tracemalloc`` is off: ``sys.getallocatedblocks`` stands in for V8's heapUsed as a
+count of live objects). Then every session is disposed and dropped: what was not released.
+
+    python bench/idle_memory.py --n 10000
+
+Prints one JSON object on the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+
+import trio
+
+from _common import SessionFactory, current_rss_bytes, emit, env, setup_faux
+
+WARMUP_SESSIONS = 20
+
+
+def count_tasks() -> int:
+    """Every task alive in this Trio run."""
+    total = 0
+    stack = [trio.lowlevel.current_root_task()]
+    while stack:
+        task = stack.pop()
+        if task is None:
+            continue
+        total += 1
+        for child in task.child_nurseries:
+            stack.extend(child.child_tasks)
+    return total
+
+
+async def settle() -> None:
+    gc.collect()
+    await trio.sleep(0.2)
+    gc.collect()
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    n = args.n
+    faux, registry = setup_faux()
+    factory = SessionFactory(faux, registry)
+    mb = 1024 * 1024
+
+    async with trio.open_nursery() as nursery:
+        warm = [await factory.start(nursery) for _ in range(WARMUP_SESSIONS)]
+        for served in warm:
+            await served.dispose()
+        del warm, served
+        await settle()
+        rss_before = current_rss_bytes()
+        blocks_before = sys.getallocatedblocks()
+        tasks_before = count_tasks()
+
+        start = time.perf_counter()
+        sessions = [await factory.start(nursery) for _ in range(n)]
+        create_s = time.perf_counter() - start
+        rss_before_gc = current_rss_bytes()
+        await settle()
+        rss_after = current_rss_bytes()
+        blocks_after = sys.getallocatedblocks()
+        tasks_per_session = (count_tasks() - tasks_before) / n
+
+        for served in sessions:
+            await served.dispose()
+        sessions.clear()
+        await settle()
+        rss_after_dispose = current_rss_bytes()
+        blocks_after_dispose = sys.getallocatedblocks()
+
+    emit(
+        {
+            "scenario": "idle_memory",
+            "n": n,
+            "create_s": round(create_s, 3),
+            "create_us_per_session": round(create_s * 1e6 / n, 1),
+            "rss_before_mb": round(rss_before / mb, 1),
+            "rss_before_gc_mb": round(rss_before_gc / mb, 1),
+            "rss_after_mb": round(rss_after / mb, 1),
+            "rss_per_session_kb": round((rss_after - rss_before) / 1024 / n, 2),
+            "allocated_blocks_per_session": round((blocks_after - blocks_before) / n, 1),
+            "tasks_per_session": round(tasks_per_session, 2),
+            "rss_after_dispose_mb": round(rss_after_dispose / mb, 1),
+            "rss_not_released_per_session_kb": round(
+                (rss_after_dispose - rss_before) / 1024 / n, 2
+            ),
+            "allocated_blocks_not_released_per_session": round(
+                (blocks_after_dispose - blocks_before) / n, 2
+            ),
+            "system_prompt_chars": len(factory.system_prompt),
+            "env": env(),
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="RSS of idle AgentSessions (pi scenario 4).")
+    parser.add_argument("--n", type=int, default=1000)
+    trio.run(main_async, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
