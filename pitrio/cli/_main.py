@@ -33,7 +33,7 @@ request). Send messages to a model and print the answer (-p) or every event as J
 APPEND_SYSTEM.md, skills and prompt templates, as pi builds it. Sessions are saved per working
 directory and can be continued (-c), resumed (-r) or forked (--fork).
 
-The interactive mode, --mode rpc, extensions and themes are not available yet.
+The interactive mode, extensions and themes are not available yet.
 
 commands:
   pitrio demo              stream a scripted conversation with a tool call (no API key)
@@ -92,7 +92,8 @@ def _agent_parser() -> argparse.ArgumentParser:
     add(
         "--mode",
         choices=("text", "json", "rpc"),
-        help="output mode: text (default) or json (every event as a JSON line)",
+        help="output mode: text (default), json (every event as a JSON line) or rpc (pi's RPC "
+        "protocol on stdin/stdout)",
     )
     add("--provider", metavar="NAME", help="provider name (alone: its default model)")
     add(
@@ -392,8 +393,9 @@ def run_agent_command(
             f"pitrio: {flag} is not supported yet (extensions and themes are missing); ignored\n"
         )
     if args.mode == "rpc":
-        err.write("pitrio: --mode rpc is not available yet\n")
-        return 2
+        from pitrio.cli._rpc_mode import run_rpc_command
+
+        return run_rpc_command(args, err=err, env=env, cwd=cwd)
     if args.list_models is not None:
         table, warnings = list_models(args, env=env)
         for warning in warnings:
