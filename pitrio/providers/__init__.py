@@ -10,6 +10,11 @@ from pitrio.providers._anthropic import AnthropicOptions as AnthropicOptions
 from pitrio.providers._anthropic import register_anthropic as register_anthropic
 from pitrio.providers._anthropic import stream_anthropic as stream_anthropic
 from pitrio.providers._anthropic import stream_simple_anthropic as stream_simple_anthropic
+from pitrio.providers._api import complete as complete
+from pitrio.providers._api import complete_simple as complete_simple
+from pitrio.providers._api import start_stream as start_stream
+from pitrio.providers._api import stream as stream
+from pitrio.providers._api import stream_simple as stream_simple
 from pitrio.providers._builtins import BUILTIN_PROVIDERS as BUILTIN_PROVIDERS
 from pitrio.providers._builtins import register_builtin_providers as register_builtin_providers
 from pitrio.providers._custom_models import CustomModels as CustomModels
@@ -132,7 +137,6 @@ from pitrio.providers._registry import ApiProvider as ApiProvider
 from pitrio.providers._registry import ProviderError as ProviderError
 from pitrio.providers._registry import ProviderNotFound as ProviderNotFound
 from pitrio.providers._registry import ProviderRegistry as ProviderRegistry
-from pitrio.providers._registry import ProviderStreamFn as ProviderStreamFn
 from pitrio.providers._registry import default_registry as default_registry
 from pitrio.providers._registry import get_api_provider as get_api_provider
 from pitrio.providers._registry import register_api_provider as register_api_provider
@@ -142,12 +146,8 @@ from pitrio.providers._sse import SSEEvent as SSEEvent
 from pitrio.providers._stream import ABORTED_MESSAGE as ABORTED_MESSAGE
 from pitrio.providers._stream import ASSISTANT_STREAM_BUFFER as ASSISTANT_STREAM_BUFFER
 from pitrio.providers._stream import AssistantMessageEventStream as AssistantMessageEventStream
-from pitrio.providers._stream import complete as complete
-from pitrio.providers._stream import complete_simple as complete_simple
+from pitrio.providers._stream import ProviderStreamFn as ProviderStreamFn
 from pitrio.providers._stream import now_ms as now_ms
-from pitrio.providers._stream import start_stream as start_stream
-from pitrio.providers._stream import stream as stream
-from pitrio.providers._stream import stream_simple as stream_simple
 from pitrio.providers._transform import NO_RESULT_PROVIDED as NO_RESULT_PROVIDED
 from pitrio.providers._transform import NormalizeToolCallId as NormalizeToolCallId
 from pitrio.providers._transform import transform_messages as transform_messages

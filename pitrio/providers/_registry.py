@@ -9,28 +9,12 @@ one that the module-level functions use, so a test or a host can keep its own.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import Final
 
 import attrs
 
 from pitrio._exceptions import PitrioError
-from pitrio.providers._messages import Context, Model, StreamOptions
-
-if TYPE_CHECKING:
-    from pitrio.providers._stream import AssistantMessageEventStream
-
-ProviderStreamFn: TypeAlias = Callable[
-    [Model, Context, StreamOptions, "AssistantMessageEventStream"], Awaitable[None]
-]
-"""A provider's streaming coroutine.
-
-Contract: push ``start``, the block events and exactly one terminal ``done``/``error`` event to
-the stream, attaching its :class:`~pitrio.providers.AssistantMessageBuilder` with
-``stream.attach(builder)`` first so an abort can end the message. Failures that the provider
-recognises (HTTP errors, bad SSE) are pushed as an ``error`` event; an exception that escapes is
-turned into one by the driver. Cancellation must be allowed to propagate.
-"""
+from pitrio.providers._stream import ProviderStreamFn
 
 
 class ProviderError(PitrioError):

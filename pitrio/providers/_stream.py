@@ -1,39 +1,29 @@
-"""``stream`` / ``stream_simple``: run a provider and read its events (seed 002 s.5.2-5.4).
+"""``AssistantMessageEventStream``: the events of one LLM response, and the type of the provider
+coroutines that fill one (``ProviderStreamFn``).
 
-pi's ``stream()`` returns at once and a detached promise feeds the stream. In Trio the producer
-needs a nursery, so::
-
-    async with stream(model, context, options) as events:
-        async for event in events:
-            ...
-        message = await events.result()
-
-runs the provider as a child task of the ``async with``. Callers that own a nursery (actors)
-use :func:`start_stream` instead. :meth:`AssistantMessageEventStream.abort` cancels only the
-provider: it ends the message with ``stopReason: "aborted"`` and the consumer still receives
-that terminal ``error`` event, which is how an agent can abort and still emit ``turn_end``.
+:meth:`AssistantMessageEventStream.abort` cancels only the provider: it ends the message with
+``stopReason: "aborted"`` and the consumer still receives that terminal ``error`` event, which is
+how an agent can abort and still emit ``turn_end``. The functions that run a provider and read
+its events (``stream``, ``stream_simple``, ``start_stream``, ``complete``) are in ``_api``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Final
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeAlias
 
 import trio
 
-from pitrio.channels import EventStream, open_body_nursery
+from pitrio.channels import EventStream
 from pitrio.providers._events import (
     AssistantMessageEvent,
-    DoneEvent,
     ErrorEvent,
     final_message,
     is_terminal,
 )
 from pitrio.providers._messages import AssistantMessage, Context, Model, StreamOptions
 from pitrio.providers._partial import AssistantMessageBuilder
-from pitrio.providers._registry import ProviderRegistry, ProviderStreamFn, default_registry
 
 ASSISTANT_STREAM_BUFFER: Final = 128
 """Events a provider may run ahead of its consumer. Enough that a fast producer and consumer
@@ -131,111 +121,19 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         self.end()
 
 
+ProviderStreamFn: TypeAlias = Callable[
+    [Model, Context, StreamOptions, AssistantMessageEventStream], Awaitable[None]
+]
+"""A provider's streaming coroutine.
+
+Contract: push ``start``, the block events and exactly one terminal ``done``/``error`` event to
+the stream, attaching its :class:`~pitrio.providers.AssistantMessageBuilder` with
+``stream.attach(builder)`` first so an abort can end the message. Failures that the provider
+recognises (HTTP errors, bad SSE) are pushed as an ``error`` event; an exception that escapes is
+turned into one by the driver. Cancellation must be allowed to propagate.
+"""
+
+
 def _error_text(exc: BaseException) -> str:
     text = str(exc)
     return text if text else type(exc).__name__
-
-
-def start_stream(
-    nursery: trio.Nursery,
-    model: Model,
-    context: Context,
-    options: StreamOptions | None = None,
-    *,
-    simple: bool = True,
-    registry: ProviderRegistry | None = None,
-    max_buffer: int = ASSISTANT_STREAM_BUFFER,
-) -> AssistantMessageEventStream:
-    """Start the provider for ``model.api`` in ``nursery`` and return its event stream.
-
-    Args:
-        simple: use the provider's ``stream_simple`` (unified ``reasoning`` option) rather than
-            ``stream`` (API-specific ``provider_options``).
-
-    Raises:
-        ProviderNotFound: no provider is registered for ``model.api``.
-    """
-    provider = (registry or default_registry).resolve(model.api)
-    fn = provider.simple() if simple else provider.stream
-    events = AssistantMessageEventStream(model, max_buffer=max_buffer)
-    nursery.start_soon(events._run, fn, model, context, options or DEFAULT_OPTIONS)
-    return events
-
-
-@asynccontextmanager
-async def stream(
-    model: Model,
-    context: Context,
-    options: StreamOptions | None = None,
-    *,
-    registry: ProviderRegistry | None = None,
-) -> AsyncIterator[AssistantMessageEventStream]:
-    """Stream one response with the API-specific options (pi-ai ``stream``).
-
-    Leaving the block before the terminal event cancels the provider.
-    """
-    async with _streaming(model, context, options, simple=False, registry=registry) as events:
-        yield events
-
-
-@asynccontextmanager
-async def stream_simple(
-    model: Model,
-    context: Context,
-    options: StreamOptions | None = None,
-    *,
-    registry: ProviderRegistry | None = None,
-) -> AsyncIterator[AssistantMessageEventStream]:
-    """Stream one response with the unified options, ``reasoning`` too (pi-ai ``streamSimple``)."""
-    async with _streaming(model, context, options, simple=True, registry=registry) as events:
-        yield events
-
-
-@asynccontextmanager
-async def _streaming(
-    model: Model,
-    context: Context,
-    options: StreamOptions | None,
-    *,
-    simple: bool,
-    registry: ProviderRegistry | None,
-) -> AsyncIterator[AssistantMessageEventStream]:
-    async with open_body_nursery() as nursery:
-        events = start_stream(nursery, model, context, options, simple=simple, registry=registry)
-        try:
-            yield events
-        finally:
-            if not events.terminated:
-                nursery.cancel_scope.cancel()
-            await events.aclose()
-
-
-async def complete(
-    model: Model,
-    context: Context,
-    options: StreamOptions | None = None,
-    *,
-    registry: ProviderRegistry | None = None,
-) -> AssistantMessage:
-    """Run one request to the end and return the final message (pi-ai ``complete``)."""
-    async with stream(model, context, options, registry=registry) as events:
-        return await _drain(events)
-
-
-async def complete_simple(
-    model: Model,
-    context: Context,
-    options: StreamOptions | None = None,
-    *,
-    registry: ProviderRegistry | None = None,
-) -> AssistantMessage:
-    """Run one request with the unified options and return the final message."""
-    async with stream_simple(model, context, options, registry=registry) as events:
-        return await _drain(events)
-
-
-async def _drain(events: AssistantMessageEventStream) -> AssistantMessage:
-    async for event in events:
-        if isinstance(event, DoneEvent | ErrorEvent):
-            return final_message(event)
-    return await events.result()

@@ -46,10 +46,10 @@ from pitrio.providers._anthropic import (
     adjust_max_tokens_for_thinking,
     register_anthropic,
 )
+from pitrio.providers._api import stream, stream_simple
 from pitrio.providers._http import open_http_client
 from pitrio.providers._overflow import is_context_overflow
 from pitrio.providers._sse import SSEDecoder
-from pitrio.providers._stream import stream, stream_simple
 from pitrio.providers._text import sanitize_surrogates
 
 import fixtures_anthropic as fx

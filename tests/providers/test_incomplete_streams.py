@@ -29,9 +29,9 @@ from pitrio.providers import (
     UserMessage,
     get_model,
 )
+from pitrio.providers._api import stream_simple
 from pitrio.providers._builtins import register_builtin_providers
 from pitrio.providers._http import DEFAULT_STALL_TIMEOUT_S, open_http_client
-from pitrio.providers._stream import stream_simple
 
 import fixtures_anthropic as fa
 import fixtures_google as fg

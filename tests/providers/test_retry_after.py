@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from pitrio.providers import Context, StreamOptions, UserMessage, get_model
+from pitrio.providers._api import stream_simple
 from pitrio.providers._http import RETRY_AFTER_DIAGNOSTIC
-from pitrio.providers._stream import stream_simple
 
 from loopback import error_handler, serve
 
