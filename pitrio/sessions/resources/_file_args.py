@@ -7,9 +7,10 @@ attached to the prompt. Empty files are skipped. The CLI joins the text before t
 separators).
 
 Images: pi decodes an image and rescales it when it is over 2000x2000 pixels or its base64 text
-over 4.5MB, adding a note with the original size. pitrio reads the size from the header and has
-no image library, so unless a ``resize`` function is passed an image over those limits is sent as
-it is when its base64 text fits, and left out with pi's "could not be resized" note when not.
+over 4.5MB, adding a note with the original size. pitrio reads the size from the header and, for
+an image over those limits, calls the ``resize`` function (by default :func:`pillow_resize`,
+the read tool's rescaler); with ``resize=None`` such an image is sent as it is when its base64
+text fits, and left out with pi's "could not be resized" note when not.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from pitrio.tools.builtin._images import (
     MAX_WIDTH,
     SNIFF_BYTES,
     detect_image_mime_type,
+    fit_image,
     image_dimensions,
+    js_to_fixed,
 )
 
 IMAGE_OMITTED_NOTE: Final = (
@@ -65,14 +68,36 @@ class ResizedImage:
     original_height: int
     width: int
     height: int
+    re_encoded: bool = False
+    """Re-encoded even if at its own size (to meet the byte limit): pi still adds its note."""
 
     @property
     def was_resized(self) -> bool:
-        return (self.width, self.height) != (self.original_width, self.original_height)
+        return self.re_encoded or (self.width, self.height) != (
+            self.original_width,
+            self.original_height,
+        )
 
 
 ResizeImage = Callable[[ImageContent, int, int], "ResizedImage | None"]
 """``resize(image, width, height)`` -> a smaller image within pi's limits, or ``None``."""
+
+
+def pillow_resize(image: ImageContent, width: int, height: int) -> ResizedImage | None:
+    """The default ``resize``: pi's rescaling, done by the read tool's
+    :func:`~pitrio.tools.builtin._images.fit_image` (``width`` and ``height`` are unused: it
+    decodes the image itself)."""
+    fitted = fit_image(base64.b64decode(image.data), image.mime_type)
+    if fitted is None:
+        return None
+    return ResizedImage(
+        image=ImageContent(data=fitted.data, mime_type=fitted.mime_type),
+        original_width=fitted.original_width,
+        original_height=fitted.original_height,
+        width=fitted.width,
+        height=fitted.height,
+        re_encoded=fitted.was_resized,
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -87,10 +112,10 @@ def dimension_note(resized: ResizedImage) -> str | None:
     """pi's note telling the model how a resized image maps to the original."""
     if not resized.was_resized:
         return None
-    scale = resized.original_width / resized.width
+    scale = js_to_fixed(resized.original_width / resized.width, 2)
     return (
         f"[Image: original {resized.original_width}x{resized.original_height}, displayed at "
-        f"{resized.width}x{resized.height}. Multiply coordinates by {scale:.2f} to map to "
+        f"{resized.width}x{resized.height}. Multiply coordinates by {scale} to map to "
         "original image.]"
     )
 
@@ -153,7 +178,7 @@ def process_file_arguments(
     *,
     cwd: str,
     auto_resize_images: bool = True,
-    resize: ResizeImage | None = None,
+    resize: ResizeImage | None = pillow_resize,
 ) -> FileArguments:
     """Read ``@file`` arguments into text blocks and images (blocking file work).
 

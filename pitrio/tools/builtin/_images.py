@@ -1,20 +1,34 @@
-"""Image detection and sizing for ``read`` (pi 0.73.1 ``utils/mime.ts``, ``image-resize.ts``).
+"""Image detection and sizing for ``read`` and ``@file`` (pi 0.73.1 ``utils/mime.ts``,
+``image-resize.ts``, ``exif-orientation.ts``).
 
 pi sniffs the first 4100 bytes with the ``file-type`` package and treats PNG (not APNG), JPEG
-(not JPEG-LS), GIF and WebP as images. It then decodes the image with Photon (Rust/WASM) and
-sends it unchanged when it is at most 2000x2000 pixels and its base64 text under 4.5MB;
-otherwise it rescales and re-encodes it.
+(not JPEG-LS), GIF and WebP as images. It then decodes the image with Photon (Rust/WASM),
+turning it upright by its EXIF orientation (JPEG and WebP only), and sends it unchanged when it
+is at most 2000x2000 pixels and its base64 text under 4.5MB. Otherwise it rescales it (Lanczos)
+to fit 2000x2000 and re-encodes it, trying a PNG and then JPEGs of falling quality and taking
+the first whose base64 text is under 4.5MB; when none is, it shrinks the size by a quarter and
+tries again, down to 1x1. An image it cannot decode, or cannot get under the limit, is left out.
 
-pitrio reads the dimensions from the image header in pure Python instead of decoding it, and
-has no image library to rescale with, so an image over those limits is not resized: one whose
-base64 text still fits is sent as it is with a note, a larger one is left out with pi's own
-"could not be resized" note (sending it would exceed the providers' size limits).
+:func:`fit_image` does the same with Pillow. The pixels differ from Photon's (another Lanczos,
+another PNG deflater), but the sizes, the order of the attempts, the JPEG settings (4:4:4, the
+IJG tables at the same quality) and so the type and size the model sees follow pi. Two
+differences: Pillow refuses images over ``2 * PIL.Image.MAX_IMAGE_PIXELS`` pixels (about 179
+million) as decompression bombs, which are then left out; and it reads EXIF orientation with its
+own parser. :func:`image_dimensions` reads the size from the header alone, for callers that need
+it without decoding.
 """
 
 from __future__ import annotations
 
+import base64
+import io
+import math
 import struct
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Final
+
+import attrs
+from PIL import Image
 
 SNIFF_BYTES: Final = 4100
 """Bytes read to recognise an image (file-type's sample size, as pi uses it)."""
@@ -24,6 +38,13 @@ MAX_HEIGHT: Final = 2000
 """Tallest image pi sends unscaled, in pixels."""
 MAX_BASE64_BYTES: Final = int(4.5 * 1024 * 1024)
 """Largest base64 payload pi sends, headroom below Anthropic's 5MB limit."""
+
+JPEG_QUALITY: Final = 80
+"""The first JPEG quality pi tries."""
+JPEG_QUALITY_STEPS: Final = (85, 70, 55, 40)
+"""The qualities pi tries after :data:`JPEG_QUALITY` (85 too: pi's list, in pi's order)."""
+SHRINK_FACTOR: Final = 0.75
+"""How much pi shrinks each side when no encoding of the current size fits."""
 
 _PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
 _MAX_PNG_CHUNKS: Final = 512
@@ -137,4 +158,190 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
         width = int.from_bytes(data[24:27], "little") + 1
         height = int.from_bytes(data[27:30], "little") + 1
         return width, height
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Rescaling (pi's resizeImage)
+
+_PIL_FORMATS: Final = {
+    "image/png": "PNG",
+    "image/jpeg": "JPEG",
+    "image/gif": "GIF",
+    "image/webp": "WEBP",
+}
+_EXIF_ORIENTATION_TAG: Final = 0x0112
+# EXIF orientation -> the transposition that makes the image upright (pi's flips and turns).
+_UPRIGHT: Final = {
+    2: (Image.Transpose.FLIP_LEFT_RIGHT,),
+    3: (Image.Transpose.ROTATE_180,),
+    4: (Image.Transpose.FLIP_TOP_BOTTOM,),
+    5: (Image.Transpose.TRANSPOSE,),
+    6: (Image.Transpose.ROTATE_270,),  # 90 degrees clockwise
+    7: (Image.Transpose.TRANSVERSE,),
+    8: (Image.Transpose.ROTATE_90,),  # 90 degrees anticlockwise
+}
+
+
+@attrs.frozen(kw_only=True)
+class FittedImage:
+    """An image within pi's limits, as :func:`fit_image` returns it."""
+
+    data: str
+    """The image to send, base64-encoded."""
+    mime_type: str
+    """``image/png`` or ``image/jpeg`` when re-encoded, else the file's own type."""
+    original_width: int
+    """Width of the file's image, upright, in pixels."""
+    original_height: int
+    """Height of the file's image, upright, in pixels."""
+    width: int
+    """Width of the image sent."""
+    height: int
+    """Height of the image sent."""
+    was_resized: bool
+    """Whether the image was re-encoded (possibly at its own size, to meet the byte limit)."""
+
+
+def base64_length(byte_count: int) -> int:
+    """Length of the base64 text of ``byte_count`` bytes (padding included)."""
+    return 4 * ((byte_count + 2) // 3)
+
+
+def js_round(value: float) -> int:
+    """``Math.round``: the nearest integer, halves towards plus infinity."""
+    whole = math.floor(value)
+    return whole + 1 if value - whole >= 0.5 else whole
+
+
+def js_to_fixed(value: float, digits: int) -> str:
+    """``Number.prototype.toFixed`` for a non-negative number: the binary value rounded half
+    up (Python's ``format`` rounds half to even: 1.125 is "1.12" there and "1.13" in pi)."""
+    exact = Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{exact:.{digits}f}"
+
+
+def dimension_note(fitted: FittedImage) -> str | None:
+    """pi's note telling the model how a resized image maps to the original, or ``None``."""
+    if not fitted.was_resized:
+        return None
+    scale = js_to_fixed(fitted.original_width / fitted.width, 2)
+    return (
+        f"[Image: original {fitted.original_width}x{fitted.original_height}, displayed at "
+        f"{fitted.width}x{fitted.height}. Multiply coordinates by {scale} to map to original "
+        "image.]"
+    )
+
+
+def fit_image(
+    data: bytes,
+    mime_type: str,
+    *,
+    max_width: int = MAX_WIDTH,
+    max_height: int = MAX_HEIGHT,
+    max_base64_bytes: int = MAX_BASE64_BYTES,
+    jpeg_quality: int = JPEG_QUALITY,
+) -> FittedImage | None:
+    """Return the image of ``data`` within pi's limits, rescaled if needed, or ``None`` when it
+    cannot be decoded or made small enough (pi then leaves it out with a note).
+
+    CPU-bound and blocking: call it in a worker thread.
+    """
+    image = _decode(data, mime_type)
+    if image is None:
+        return None
+    width, height = image.size
+    if width <= max_width and height <= max_height and base64_length(len(data)) < max_base64_bytes:
+        return FittedImage(
+            data=base64.b64encode(data).decode("ascii"),
+            mime_type=mime_type,
+            original_width=width,
+            original_height=height,
+            width=width,
+            height=height,
+            was_resized=False,
+        )
+    target_width, target_height = width, height
+    if target_width > max_width:
+        target_height = js_round(target_height * max_width / target_width)
+        target_width = max_width
+    if target_height > max_height:
+        target_width = js_round(target_width * max_height / target_height)
+        target_height = max_height
+    qualities = tuple(dict.fromkeys((jpeg_quality, *JPEG_QUALITY_STEPS)))
+    current_width, current_height = target_width, target_height
+    while True:
+        if current_width < 1 or current_height < 1:
+            # A very thin image rounds to no pixels on one side; Photon fails on it, so pi
+            # leaves the image out.
+            return None
+        fitted = _first_fit(image, current_width, current_height, qualities, max_base64_bytes)
+        if fitted is not None:
+            encoded, fitted_type = fitted
+            return FittedImage(
+                data=encoded,
+                mime_type=fitted_type,
+                original_width=width,
+                original_height=height,
+                width=current_width,
+                height=current_height,
+                was_resized=True,
+            )
+        if current_width == 1 and current_height == 1:
+            return None
+        next_width = 1 if current_width == 1 else max(1, math.floor(current_width * SHRINK_FACTOR))
+        next_height = (
+            1 if current_height == 1 else max(1, math.floor(current_height * SHRINK_FACTOR))
+        )
+        if (next_width, next_height) == (current_width, current_height):
+            return None
+        current_width, current_height = next_width, next_height
+
+
+def _decode(data: bytes, mime_type: str) -> Image.Image | None:
+    """Decode to upright RGBA pixels (what Photon holds), or ``None`` if Pillow cannot."""
+    try:
+        with Image.open(io.BytesIO(data), formats=[_PIL_FORMATS[mime_type]]) as opened:
+            opened.load()
+            orientation = 1
+            if mime_type in ("image/jpeg", "image/webp"):
+                # pi looks for EXIF in these two formats only.
+                orientation = opened.getexif().get(_EXIF_ORIENTATION_TAG, 1)
+            image = _to_rgba(opened)
+    except Exception:  # pi catches every Photon failure: the image is left out
+        return None
+    for method in _UPRIGHT.get(orientation, ()):
+        image = image.transpose(method)
+    return image
+
+
+def _to_rgba(image: Image.Image) -> Image.Image:
+    if image.mode == "I" or image.mode.startswith("I;16"):
+        # Pillow takes 16-bit greyscale to 8 bits by clipping (all white above 255); Photon's
+        # image crate scales it, as this does.
+        image = image.point(lambda value: value / 256, "F").convert("L")
+    return image.convert("RGBA")
+
+
+def _first_fit(
+    image: Image.Image,
+    width: int,
+    height: int,
+    qualities: tuple[int, ...],
+    max_base64_bytes: int,
+) -> tuple[str, str] | None:
+    """The first of a PNG and JPEGs at ``qualities`` whose base64 text is under the limit, as
+    ``(base64, mime type)``; pi encodes all of them first, which picks the same one."""
+    resized = image.resize((width, height), Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    resized.save(buffer, "PNG")
+    if base64_length(buffer.tell()) < max_base64_bytes:
+        return base64.b64encode(buffer.getvalue()).decode("ascii"), "image/png"
+    # Photon's JPEG drops the alpha channel and does not subsample the colours (4:4:4).
+    rgb = resized.convert("RGB")
+    for quality in qualities:
+        buffer = io.BytesIO()
+        rgb.save(buffer, "JPEG", quality=quality, subsampling=0)
+        if base64_length(buffer.tell()) < max_base64_bytes:
+            return base64.b64encode(buffer.getvalue()).decode("ascii"), "image/jpeg"
     return None

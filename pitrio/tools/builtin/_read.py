@@ -4,8 +4,8 @@ Text comes back from line ``offset`` (1-based) for at most ``limit`` lines, then
 :data:`~pitrio.tools.builtin._truncate.DEFAULT_MAX_LINES` lines or
 :data:`~pitrio.tools.builtin._truncate.DEFAULT_MAX_BYTES` bytes with a note that says which
 ``offset`` continues. Bytes that are not UTF-8 become U+FFFD, as Node's decoder makes them: pi
-has no separate binary check. PNG, JPEG, GIF and WebP files come back as image content (see
-:mod:`pitrio.tools.builtin._images` for the one difference from pi: no rescaling).
+has no separate binary check. PNG, JPEG, GIF and WebP files come back as image content, rescaled
+to pi's limits (see :mod:`pitrio.tools.builtin._images`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,10 @@ from pitrio.tools._result import AgentToolResult, ToolUpdateCallback
 from pitrio.tools._tool import AgentTool
 from pitrio.tools.builtin._errors import FileToolError
 from pitrio.tools.builtin._images import (
-    MAX_BASE64_BYTES,
-    MAX_HEIGHT,
-    MAX_WIDTH,
     SNIFF_BYTES,
     detect_image_mime_type,
-    image_dimensions,
+    dimension_note,
+    fit_image,
 )
 from pitrio.tools.builtin._io import fs_error, run_sync
 from pitrio.tools.builtin._paths import resolve_read_path
@@ -103,29 +101,23 @@ def _load(absolute_path: str) -> _Text | _Image:
     return _Text(text=data.decode("utf-8", "replace"))
 
 
-def _image_result(image: _Image, *, auto_resize: bool) -> AgentToolResult:
-    encoded = base64.b64encode(image.data).decode("ascii")
-    note = f"Read image file [{image.mime_type}]"
-    if auto_resize:
-        size = image_dimensions(image.data, image.mime_type)
-        if size is None or len(encoded) >= MAX_BASE64_BYTES:
-            # pi gives this note when it cannot decode the image or shrink it enough; pitrio
-            # cannot shrink at all (no image library), so it leaves an over-size payload out.
-            text = (
-                f"{note}\n[Image omitted: could not be resized below the inline image size limit.]"
-            )
-            return AgentToolResult(content=(TextContent(text=text),), details=None)
-        width, height = size
-        if width > MAX_WIDTH or height > MAX_HEIGHT:
-            # pi would rescale to fit 2000x2000 and say so; pitrio sends it as it is.
-            note += (
-                f"\n[Image: original {width}x{height}, sent unresized (larger than "
-                f"{MAX_WIDTH}x{MAX_HEIGHT}; no image library to scale it).]"
-            )
+def _image_result(data: str, mime_type: str, note: str | None) -> AgentToolResult:
+    text = f"Read image file [{mime_type}]"
+    if note is not None:
+        text += f"\n{note}"
     return AgentToolResult(
-        content=(TextContent(text=note), ImageContent(data=encoded, mime_type=image.mime_type)),
+        content=(TextContent(text=text), ImageContent(data=data, mime_type=mime_type)),
         details=None,
     )
+
+
+def _omitted_image_result(mime_type: str) -> AgentToolResult:
+    """pi's answer for an image it cannot decode or get under the size limit."""
+    text = (
+        f"Read image file [{mime_type}]\n"
+        "[Image omitted: could not be resized below the inline image size limit.]"
+    )
+    return AgentToolResult(content=(TextContent(text=text),), details=None)
 
 
 def _text_result(
@@ -193,8 +185,8 @@ class ReadTool(AgentTool):
     cwd: str
     """Directory that relative paths are resolved against."""
     auto_resize_images: bool = True
-    """Apply pi's image size limits (see :mod:`pitrio.tools.builtin._images`); when false,
-    images are sent as they are, as pi's ``autoResizeImages: false``."""
+    """Rescale images to pi's size limits (see :mod:`pitrio.tools.builtin._images`); when
+    false, images are sent as they are, as pi's ``autoResizeImages: false``."""
     name: str = "read"
     label: str = "read"
     description: str = READ_DESCRIPTION
@@ -209,7 +201,14 @@ class ReadTool(AgentTool):
         absolute = await run_sync(resolve_read_path, path, self.cwd)
         loaded = await run_sync(_load, absolute)
         if isinstance(loaded, _Image):
-            return _image_result(loaded, auto_resize=self.auto_resize_images)
+            if not self.auto_resize_images:
+                encoded = base64.b64encode(loaded.data).decode("ascii")
+                return _image_result(encoded, loaded.mime_type, None)
+            # Decoding and encoding are CPU work; a worker thread keeps the Trio loop free.
+            fitted = await run_sync(fit_image, loaded.data, loaded.mime_type)
+            if fitted is None:
+                return _omitted_image_result(loaded.mime_type)
+            return _image_result(fitted.data, fitted.mime_type, dimension_note(fitted))
         return _text_result(loaded.text, path, params.get("offset"), params.get("limit"))
 
 

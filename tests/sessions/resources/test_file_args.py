@@ -65,7 +65,7 @@ def _png(width: int, height: int) -> bytes:
 def test_oversized_image_without_resizer(tmp_path: Path) -> None:
     """Over 2000px but small in bytes: sent unchanged; a resizer's result carries pi's note."""
     (tmp_path / "wide.png").write_bytes(_png(3000, 10))
-    plain = process_file_arguments(["wide.png"], cwd=str(tmp_path))
+    plain = process_file_arguments(["wide.png"], cwd=str(tmp_path), resize=None)
     assert plain.text == f'<file name="{tmp_path / "wide.png"}"></file>\n'
     assert len(plain.images) == 1
 

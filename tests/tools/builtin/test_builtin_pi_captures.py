@@ -18,7 +18,6 @@ import pytest
 
 from pitrio.codec import to_wire
 from pitrio.tools.builtin import create_tool
-from pitrio.tools.builtin._images import MAX_WIDTH
 
 from pi_data import PI_DATA, load_json
 
@@ -154,20 +153,3 @@ async def test_output_matches_pi(name: str, tmp_path: Path) -> None:
     """The tool's result (or error message) and the files afterwards equal pi's."""
     case = CASES[name]
     assert await run_case(case, tmp_path / "root") == expected(case)
-
-
-async def test_too_wide_image_is_sent_unresized_with_a_note(tmp_path: Path) -> None:
-    """An image wider than 2000 pixels is sent as it is (pi rescales it; pitrio has no image library)."""
-    case = CASES["read_png_too_wide"]
-    record = await run_case(case, tmp_path / "root")
-    text, image = record["result"]["content"]
-    original = relativise(case["setup"][0]["base64"], str(tmp_path))
-    assert image == {"type": "image", "data": original, "mimeType": "image/png"}
-    assert text["text"] == (
-        "Read image file [image/png]\n[Image: original 2400x3, sent unresized (larger than "
-        f"{MAX_WIDTH}x2000; no image library to scale it).]"
-    )
-    # pi's note names the original size in the same words.
-    assert case["result"]["content"][0]["text"].startswith(
-        "Read image file [image/png]\n[Image: original 2400x3,"
-    )

@@ -65,6 +65,38 @@ function encode(width, height, format) {
 		img.free();
 	}
 }
+// Large images are not stored in tools.json: a setup {path, image: {width, height, format, pattern}} names pixels that
+// both this script and the Python test compute (and each encodes with its own library; PNG is lossless, so the decoded
+// pixels are the same):
+//   gradient  the pixels of gradient() above
+//   noise     RGB bytes from SHAKE-256 of "pitrio-noise" (width * height * 3 bytes, row by row), alpha 255
+// and, with exifOrientation (JPEG only), an EXIF APP1 segment holding just that orientation right after the SOI marker.
+function noise(width, height) {
+	const rgb = createHash("shake256", { outputLength: width * height * 3 }).update("pitrio-noise").digest();
+	const pixels = new Uint8Array(width * height * 4);
+	for (let p = 0; p < width * height; p++) {
+		pixels[p * 4] = rgb[p * 3];
+		pixels[p * 4 + 1] = rgb[p * 3 + 1];
+		pixels[p * 4 + 2] = rgb[p * 3 + 2];
+		pixels[p * 4 + 3] = 255;
+	}
+	return new photon.PhotonImage(pixels, width, height);
+}
+function exifSegment(orientation) {
+	// "Exif\0\0", a big-endian TIFF header, one IFD with one SHORT entry (tag 0x0112), no next IFD.
+	const body = Buffer.from([0x45, 0x78, 0x69, 0x66, 0, 0, 0x4d, 0x4d, 0, 0x2a, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, orientation, 0, 0, 0, 0, 0, 0]);
+	return Buffer.concat([Buffer.from([0xff, 0xe1, 0, body.length + 2]), body]);
+}
+function generatedImage({ width, height, format, pattern, exifOrientation }) {
+	const img = pattern === "noise" ? noise(width, height) : gradient(width, height);
+	try {
+		const bytes = Buffer.from(format === "png" ? img.get_bytes() : img.get_bytes_jpeg(80));
+		if (!exifOrientation) return bytes;
+		return Buffer.concat([bytes.subarray(0, 2), exifSegment(exifOrientation), bytes.subarray(2)]);
+	} finally {
+		img.free();
+	}
+}
 // A 1x1 GIF (GIF89a, one black pixel).
 const GIF_1X1 = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==";
 
@@ -76,6 +108,7 @@ const GIF_1X1 = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==";
 //                                         joined by "\n", with a final "\n" when trailing
 //   {path, repeat: {unit, count}}         unit repeated count times
 //   {path, concat: [kind, ...]}           the bytes of several of the kinds above, one after the other
+//   {path, image: {width, height, format, pattern}}  a generated image (see generatedImage)
 //   {path, dir: true}                     a directory
 //   {path, symlink}                       a symbolic link to `symlink`
 //   {path, many: {prefix, count, pad}}    a directory holding empty files prefix + zero-padded i, i = 0..count-1
@@ -90,6 +123,7 @@ function fileText(spec) {
 	}
 	if (spec.repeat) return Buffer.from(spec.repeat.unit.repeat(spec.repeat.count), "utf-8");
 	if (spec.concat) return Buffer.concat(spec.concat.map(fileText));
+	if (spec.image) return generatedImage(spec.image);
 	throw new Error(`unknown file kind: ${JSON.stringify(spec)}`);
 }
 function makeFile(spec) {
@@ -110,6 +144,9 @@ function makeFile(spec) {
 // ---------------------------------------------------------------------------------------------
 const longLine = (n) => ({ repeat: { unit: "a", count: n } });
 const hundred = "x".repeat(90);
+// Cases whose image pi rescales: pitrio rescales with Pillow, not Photon, so the image bytes differ;
+// tests/tools/builtin/test_image_resize.py compares the size, type and note instead.
+const RESIZED = "resized with Pillow, not Photon: compared by size, type and note";
 const cases = [
 	// read: text
 	{ name: "read_small", tool: "read", setup: [{ path: "a.txt", text: "hello\nworld\n" }], args: { path: "a.txt" } },
@@ -143,7 +180,14 @@ const cases = [
 	{ name: "read_gif", tool: "read", setup: [{ path: "img.gif", base64: GIF_1X1 }], args: { path: "img.gif" } },
 	{ name: "read_png_misnamed", tool: "read", setup: [{ path: "picture.txt", base64: encode(2, 2, "png") }], args: { path: "picture.txt" } },
 	{ name: "read_png_at_limit", tool: "read", setup: [{ path: "edge.png", base64: encode(2000, 1, "png") }], args: { path: "edge.png" } },
-	{ name: "read_png_too_wide", tool: "read", setup: [{ path: "wide.png", base64: encode(2400, 3, "png") }], args: { path: "wide.png" }, pitrioDiffers: "no image library: sent unresized with a note" },
+	{ name: "read_png_too_wide", tool: "read", setup: [{ path: "wide.png", base64: encode(2400, 3, "png") }], args: { path: "wide.png" }, pitrioDiffers: RESIZED },
+	{ name: "read_png_tall", tool: "read", setup: [{ path: "tall.png", image: { width: 3000, height: 8000, format: "png", pattern: "gradient" } }], args: { path: "tall.png" }, pitrioDiffers: RESIZED },
+	{ name: "read_jpeg_large", tool: "read", setup: [{ path: "photo.jpg", image: { width: 4000, height: 3000, format: "jpeg", pattern: "gradient" } }], args: { path: "photo.jpg" }, pitrioDiffers: RESIZED },
+	{ name: "read_jpeg_large_noisy", tool: "read", setup: [{ path: "noisy.jpg", image: { width: 4000, height: 3000, format: "jpeg", pattern: "noise" } }], args: { path: "noisy.jpg" }, pitrioDiffers: RESIZED },
+	{ name: "read_jpeg_exif_rotated", tool: "read", setup: [{ path: "turned.jpg", image: { width: 3000, height: 2000, format: "jpeg", pattern: "noise", exifOrientation: 6 } }], args: { path: "turned.jpg" }, pitrioDiffers: RESIZED },
+	{ name: "read_png_scale_rounding", tool: "read", setup: [{ path: "r.png", image: { width: 2250, height: 10, format: "png", pattern: "gradient" } }], args: { path: "r.png" }, pitrioDiffers: RESIZED },
+	{ name: "read_png_over_bytes", tool: "read", setup: [{ path: "noise.png", image: { width: 1200, height: 1200, format: "png", pattern: "noise" } }], args: { path: "noise.png" }, pitrioDiffers: RESIZED },
+	{ name: "read_png_thin", tool: "read", setup: [{ path: "thin.png", image: { width: 10000, height: 1, format: "png", pattern: "gradient" } }], args: { path: "thin.png" }, pitrioDiffers: RESIZED },
 	// write
 	{ name: "write_new_nested", tool: "write", setup: [], args: { path: "deep/er/new.txt", content: "fresh\ncontent\n" } },
 	{ name: "write_overwrite", tool: "write", setup: [{ path: "w.txt", text: "old old old" }], args: { path: "w.txt", content: "new" } },
