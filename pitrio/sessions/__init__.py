@@ -38,6 +38,10 @@ from pitrio.sessions._agent_session_types import (
     ThinkingLevelChangedEvent as ThinkingLevelChangedEvent,
 )
 from pitrio.sessions._agent_session_types import TreePreparation as TreePreparation
+from pitrio.sessions._bash_executor import BashResult as BashResult
+from pitrio.sessions._bash_executor import (
+    execute_bash_with_operations as execute_bash_with_operations,
+)
 from pitrio.sessions._codec import decode_entry as decode_entry
 from pitrio.sessions._compaction import AutoCompactionEndEvent as AutoCompactionEndEvent
 from pitrio.sessions._compaction import AutoCompactionStartEvent as AutoCompactionStartEvent
@@ -166,6 +170,7 @@ __all__ = [
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
     "BashExecutionMessage",
+    "BashResult",
     "BeforeAgentStartResult",
     "BeforeCompactResult",
     "BeforeTreeResult",
@@ -249,6 +254,7 @@ __all__ = [
     "encode_cwd",
     "estimate_context_tokens",
     "estimate_tokens",
+    "execute_bash_with_operations",
     "file_limiter",
     "find_cut_point",
     "find_most_recent_session",

@@ -16,6 +16,8 @@ The session wraps a :class:`~pitrio.actors.Agent` and adds, as pi-coding-agent's
   the compaction check, overflow (compact, then retry once) or threshold (compact);
 * model and thinking-level changes recorded as entries; new, resumed and forked sessions; tree
   navigation with branch summaries; manual compaction;
+* the user's own shell commands (pi's ``!cmd`` / ``!!cmd``: :meth:`~AgentSession.execute_bash`),
+  recorded as ``bashExecution`` messages (:mod:`._user_bash`);
 * events numbered per session (``seq``) and kept in a replay ring, so a client can resume with
   :meth:`AgentSession.events` ``(from_seq=N)``.
 
@@ -67,6 +69,7 @@ from pitrio.sessions._context import get_latest_compaction_entry
 from pitrio.sessions._manager import SessionManager
 from pitrio.sessions._session_actor import CLOSE_GRACE, SessionActor, SessionSnapshot
 from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions._user_bash import UserBashMethods
 
 __all__ = [
     "CLOSE_GRACE",
@@ -90,7 +93,7 @@ class ContextUsage:
     percent: float | None
 
 
-class AgentSession:
+class AgentSession(UserBashMethods):
     """An Agent bound to a session: persistence, retry, compaction, models, branching.
 
     Construct it and serve it under a nursery (``async with open_agent_session(...)`` or
@@ -127,6 +130,8 @@ class AgentSession:
         already has one, a :class:`Persistence` actor; all stop when it is cancelled, after
         whatever was appended has been written.
     """
+
+    _actor: SessionActor
 
     def __init__(self, **options: Any) -> None:
         self._actor = SessionActor(**options)

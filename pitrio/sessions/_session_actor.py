@@ -92,6 +92,7 @@ from pitrio.sessions._persistence import Persistence
 from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN, Retry, RetryActor
 from pitrio.sessions._session_models import ModelCommands, ack
 from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions._user_bash import UserBashCommands
 from pitrio.tools import AgentTool
 
 __all__ = [
@@ -147,7 +148,7 @@ class _Job:
     previous: _Job | None = None
 
 
-class SessionActor(ModelCommands):
+class SessionActor(ModelCommands, UserBashCommands):
     """The state of one AgentSession and the task that changes it (see the module docstring).
 
     Implements :class:`~pitrio.sessions._session_core.SessionCore` for the tree and compaction
@@ -406,6 +407,8 @@ class SessionActor(ModelCommands):
             case cmd.Fork():
                 entry_id, position = command.entry_id, command.position
                 self._start_job(command.reply, lambda: _tree.fork(self, entry_id, position))
+            case cmd.Bash() | cmd.AbortBash() | cmd.RecordBashResult():
+                self.user_bash_command(command)
             case cmd.NavigateTree():
                 nav = command
                 self._start_job(
@@ -702,6 +705,7 @@ class SessionActor(ModelCommands):
         if interrupt:
             async with self.exclusive():
                 pass
+        self.flush_pending_bash()
         model = self.model
         if model is None:
             raise UsageError(NO_MODEL_SELECTED)

@@ -6,16 +6,18 @@ They are named after pi 0.73.1's RPC commands (``docs/rpc.md``: ``prompt``, ``st
 ``follow_up``, ``abort``, ``set_model``, ``cycle_model``, ``set_thinking_level``,
 ``cycle_thinking_level``, ``set_steering_mode``, ``set_follow_up_mode``, ``compact``,
 ``set_auto_compaction``, ``set_auto_retry``, ``abort_retry``, ``new_session``,
-``switch_session``, ``fork``, ``set_session_name`` ...) and each carries a :class:`Reply` that
-the actor answers exactly once: with the operation's result, or with the exception it raised.
+``switch_session``, ``fork``, ``set_session_name``, ``bash``, ``abort_bash`` ...) and each
+carries a :class:`Reply` that the actor answers exactly once: with the operation's result, or
+with the exception it raised.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
+import trio
 
 from pitrio.channels import Reply
 from pitrio.providers import ImageContent, Model, ModelThinkingLevel, TextContent
@@ -24,13 +26,19 @@ from pitrio.sessions._agent_session_types import (
     ModelCycleResult,
     NavigateTreeResult,
 )
+from pitrio.sessions._bash_executor import BashResult, ChunkCallback
 from pitrio.sessions._compaction import CompactionResult
+
+if TYPE_CHECKING:
+    from pitrio.tools.builtin import BashOperations
 
 __all__ = [
     "Abort",
+    "AbortBash",
     "AbortBranchSummary",
     "AbortCompaction",
     "AbortRetry",
+    "Bash",
     "BusyPolicy",
     "ClearQueue",
     "Compact",
@@ -41,6 +49,7 @@ __all__ = [
     "NavigateTree",
     "NewSession",
     "Prompt",
+    "RecordBashResult",
     "SendCustomMessage",
     "SessionCommand",
     "SetAutoCompaction",
@@ -260,6 +269,42 @@ class NavigateTree:
     reply: Reply[NavigateTreeResult] = attrs.field(factory=_reply)
 
 
+@attrs.define(kw_only=True, eq=False)
+class Bash:
+    """``bash``: run a command in the session's cwd and record it (pi's ``executeBash``);
+    answered with its :class:`BashResult` once recorded (or deferred while a run streams)."""
+
+    command: str
+    exclude_from_context: bool | None = None
+    """True for ``!!``: recorded, never sent to the model. ``None`` (pi's RPC ``bash``) leaves
+    the key out of the message."""
+    on_chunk: ChunkCallback | None = None
+    operations: BashOperations | None = None
+    """Run it with these instead of the local shell (pi's ``operations`` option)."""
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    """Cancelled by ``abort_bash`` (or by a sender that stopped waiting)."""
+    reply: Reply[BashResult] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class AbortBash:
+    """``abort_bash``: cancel the running user commands (answered at once, as pi; each ``bash``
+    is answered with its cancelled result once its process is gone)."""
+
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class RecordBashResult:
+    """Record a user command's result (pi's ``recordBashResult``): a ``bashExecution``
+    message, kept back until the next prompt while the session is busy."""
+
+    command: str
+    result: BashResult
+    exclude_from_context: bool | None = None
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
 SessionCommand: TypeAlias = (
     Prompt
     | Steer
@@ -284,5 +329,8 @@ SessionCommand: TypeAlias = (
     | SwitchSession
     | Fork
     | NavigateTree
+    | Bash
+    | AbortBash
+    | RecordBashResult
 )
 """Every command an AgentSession's inbox accepts."""
