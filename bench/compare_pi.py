@@ -41,7 +41,8 @@ NODE_GC_FLAGS = ("--expose-gc", "--max-old-space-size=8192")
 
 @attrs.frozen
 class Job:
-    """One scenario run on both sides: pi's script and arguments, pitrio's."""
+    """One scenario run on both sides: pi's script and arguments (none: a pitrio variant
+    compared with another job's pi figure), pitrio's."""
 
     id: str
     pi: tuple[str, ...]
@@ -85,7 +86,7 @@ def jobs(quick: bool) -> list[Job]:
 
     def loop(mode: str, *extra: str) -> Job:
         suffix = "_y0" if extra else ""
-        return Job(
+        job = Job(
             f"loop_overhead/{mode}{suffix}",
             (
                 "scenarios/loop_overhead.mjs",
@@ -95,6 +96,7 @@ def jobs(quick: bool) -> list[Job]:
             ),
             ("loop_overhead.py", "--mode", mode, "--prompts", prompts, "--warmup", warmup, *extra),
         )
+        return attrs.evolve(job, pi=()) if extra else job
 
     return [
         loop("reset"),
@@ -178,9 +180,10 @@ def rows(quick: bool) -> list[Row]:
         Row(f"idle AgentSession RSS KB at N={idle} (4)", "idle_memory",
             key("rss_per_session_kb"), key("rss_per_session_kb"), False),
         Row(f"open a {entries}-entry session, ms (5)", "session_persistence",
-            key("open_ms"), key("reopen", "open_ms"), False),
+            key("reopen", "open_ms"), key("reopen", "open_ms"), False),
         Row("  full restore (open + AgentSession), ms (5)", "session_persistence",
-            key("restore_agent_session_ms"), key("reopen", "restore_agent_session_ms"), False),
+            key("reopen", "restore_agent_session_ms"), key("reopen", "restore_agent_session_ms"),
+            False),
         Row("  AgentSession turn p50, persisted, ms (5)", "session_persistence",
             key("turn_ms_p50_persisted"), key("agent_session", "turn_ms_p50_persisted"), False),
         Row("`--version`, ms (6)", "cli_startup", key("version_ms"), key("version_ms"), False),
@@ -310,6 +313,8 @@ def main() -> None:
     for rep in range(1, reps + 1):
         for job in selected:
             for side in ("pi", "pitrio"):
+                if side == "pi" and not job.pi:
+                    continue
                 if side == "pi":
                     argv = [args.node, *job.node_flags, *job.pi]
                     result = run(argv, pi_dir, pi_env, args.timeout)
