@@ -16,7 +16,6 @@ subscriber; ``--mode provider`` drains ``stream_simple`` directly (pi's ``--mode
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import Any
 
@@ -24,6 +23,7 @@ import trio
 
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
 from pitrio.providers import (
+    AssistantMessage,
     Context,
     TextDeltaEvent,
     UserMessage,
@@ -80,7 +80,9 @@ async def run_once(mode: str, n_chars: int, text: str, yield_every: int) -> dict
             t0 = time.perf_counter()
             await agent.prompt(PROMPT)
             wall = time.perf_counter() - t0
-            final = agent.messages[-1]
+            last = agent.messages[-1]
+            assert isinstance(last, AssistantMessage)
+            final = last
     return {
         "wall_s": round(wall, 4),
         "events": events,
@@ -91,7 +93,7 @@ async def run_once(mode: str, n_chars: int, text: str, yield_every: int) -> dict
         "mb_per_s": round(size / 2**20 / wall, 3),
         "us_per_delta": round(wall * 1e6 / deltas, 3),
         "time_to_first_delta_ms": round((first_delta - t0) * 1000, 2),
-        "final_text_length_ok": len(final.text()) == n_chars,  # type: ignore[union-attr]
+        "final_text_length_ok": len(final.text()) == n_chars,
     }
 
 
@@ -139,4 +141,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
