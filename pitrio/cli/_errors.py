@@ -1,4 +1,5 @@
-"""The command's one exception: what to say on stderr and the exit status."""
+"""The command's one exception (what to say on stderr and the exit status), and how a run's
+session failure is told apart from a bug."""
 
 from __future__ import annotations
 
@@ -16,3 +17,23 @@ class CliError(PitrioError):
     def __init__(self, message: str, *, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def session_failure(exc: BaseException) -> Exception | None:
+    """The :class:`~pitrio.sessions.SessionError` that ended a run, if that is all that did.
+
+    Trio wraps what escapes a nursery in exception groups; a group counts when every
+    exception in it is a session error (the first is returned).
+    """
+    from pitrio.sessions import SessionError
+
+    if isinstance(exc, SessionError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        matched, rest = exc.split(SessionError)
+        while matched is not None and rest is None:
+            first = matched.exceptions[0]
+            if not isinstance(first, BaseExceptionGroup):
+                return first if isinstance(first, SessionError) else None
+            matched = first
+    return None

@@ -377,6 +377,7 @@ def run_agent_command(
         stdin_is_tty / read_line: ``-r`` on a terminal asks which session, reading the answer
             with ``read_line``; otherwise it takes the most recent.
     """
+    from pitrio.cli._errors import session_failure
     from pitrio.cli._sessions_cli import fork_conflicts
     from pitrio.cli._setup import CliError, build_runtime, list_models
 
@@ -483,26 +484,6 @@ def run_agent_command(
             raise
         err.write(f"Error: {' '.join(str(failure).split())}\n")
         return 1
-
-
-def session_failure(exc: BaseException) -> Exception | None:
-    """The :class:`~pitrio.sessions.SessionError` that ended a run, if that is all that did.
-
-    Trio wraps what escapes a nursery in exception groups; a group counts when every
-    exception in it is a session error (the first is returned).
-    """
-    from pitrio.sessions import SessionError
-
-    if isinstance(exc, SessionError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        matched, rest = exc.split(SessionError)
-        while matched is not None and rest is None:
-            first = matched.exceptions[0]
-            if not isinstance(first, BaseExceptionGroup):
-                return first if isinstance(first, SessionError) else None
-            matched = first
-    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

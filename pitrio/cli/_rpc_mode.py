@@ -132,7 +132,7 @@ async def _expand(text: str, *, resources: Resources) -> str:
 def run_rpc_command(args: CliArgs, *, err: TextIO, env: Mapping[str, str], cwd: str) -> int:
     """``pitrio --mode rpc``: build the runtime from the flags and serve it (no key needed to
     start, as pi; a prompt without one fails with pi's error)."""
-    from pitrio.cli._main import session_failure
+    from pitrio.cli._errors import session_failure
     from pitrio.cli._setup import CliError, build_runtime
 
     def warn(message: str) -> None:
