@@ -16,7 +16,6 @@ session files. ``host`` and ``cli`` import it.
 from pitrio._publish import publish as _publish
 from pitrio.sessions._agent_session import AgentSession as AgentSession
 from pitrio.sessions._agent_session import ContextUsage as ContextUsage
-from pitrio.sessions._agent_session import SessionSnapshot as SessionSnapshot
 from pitrio.sessions._agent_session import open_agent_session as open_agent_session
 from pitrio.sessions._agent_session_types import (
     AGENT_SESSION_EVENT_TYPES as AGENT_SESSION_EVENT_TYPES,
@@ -34,6 +33,7 @@ from pitrio.sessions._agent_session_types import QueueUpdateEvent as QueueUpdate
 from pitrio.sessions._agent_session_types import ScopedModel as ScopedModel
 from pitrio.sessions._agent_session_types import SessionHooks as SessionHooks
 from pitrio.sessions._agent_session_types import SessionInfoChangedEvent as SessionInfoChangedEvent
+from pitrio.sessions._agent_session_types import SessionSnapshot as SessionSnapshot
 from pitrio.sessions._agent_session_types import (
     ThinkingLevelChangedEvent as ThinkingLevelChangedEvent,
 )

@@ -59,6 +59,7 @@ from pitrio.sessions._agent_session_types import (
     InputSource,
     ModelCycleResult,
     NavigateTreeResult,
+    SessionSnapshot,
 )
 from pitrio.sessions._compaction import (
     CompactionResult,
@@ -67,7 +68,7 @@ from pitrio.sessions._compaction import (
 )
 from pitrio.sessions._context import get_latest_compaction_entry
 from pitrio.sessions._manager import SessionManager
-from pitrio.sessions._session_actor import CLOSE_GRACE, SessionActor, SessionSnapshot
+from pitrio.sessions._session_actor import CLOSE_GRACE, SessionActor
 from pitrio.sessions._settings import SettingsManager
 from pitrio.sessions._user_bash import UserBashMethods
 
@@ -76,7 +77,6 @@ __all__ = [
     "DEFAULT_THINKING_LEVEL",
     "AgentSession",
     "ContextUsage",
-    "SessionSnapshot",
     "open_agent_session",
 ]
 
@@ -386,9 +386,7 @@ class AgentSession(UserBashMethods):
                 text = result.text if result.text is not None else text
                 image_blocks = result.images if result.images is not None else image_blocks
         policy = streaming_behavior or self._actor.busy_policy
-        command = cmd.Prompt(
-            text=text, images=image_blocks, policy=policy, on_accepted=on_accepted
-        )
+        command = cmd.Prompt(text=text, images=image_blocks, policy=policy, on_accepted=on_accepted)
         command.reply.eager = self._actor.log.in_callback()
         await self._actor.send(command)
         try:

@@ -52,6 +52,7 @@ __all__ = [
     "ScopedModel",
     "SessionHooks",
     "SessionInfoChangedEvent",
+    "SessionSnapshot",
     "SessionStartReason",
     "ThinkingLevelChangedEvent",
     "TreePreparation",
@@ -227,6 +228,22 @@ class BeforeTreeResult:
     custom_instructions: str | None = None
     replace_instructions: bool | None = None
     label: str | None = None
+
+
+@attrs.frozen
+class SessionSnapshot:
+    """What a client whose resume cursor left the replay ring rebuilds from."""
+
+    seq: int
+    """The seq of the last event the snapshot includes; live events continue after it."""
+    session_id: str
+    session_file: str | None
+    messages: tuple[AgentMessage, ...]
+    model: Model | None
+    thinking_level: ModelThinkingLevel
+    is_streaming: bool
+    steering: tuple[str, ...]
+    follow_up: tuple[str, ...]
 
 
 class SessionHooks:

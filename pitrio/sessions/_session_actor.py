@@ -81,6 +81,7 @@ from pitrio.sessions._agent_session_types import (
     ScopedModel,
     SessionHooks,
     SessionInfoChangedEvent,
+    SessionSnapshot,
     SessionStartReason,
 )
 from pitrio.sessions._codec import SESSIONS_CODEC
@@ -100,7 +101,6 @@ __all__ = [
     "CLOSE_GRACE",
     "SESSION_INBOX",
     "SessionActor",
-    "SessionSnapshot",
 ]
 
 log = structlog.get_logger(__name__)
@@ -121,22 +121,6 @@ STREAMING_NEEDS_BEHAVIOR: Final = (
     "the message."
 )
 NO_MODEL_SELECTED: Final = "No model selected. Select a model (set_model) before prompting."
-
-
-@attrs.frozen
-class SessionSnapshot:
-    """What a client whose resume cursor left the replay ring rebuilds from."""
-
-    seq: int
-    """The seq of the last event the snapshot includes; live events continue after it."""
-    session_id: str
-    session_file: str | None
-    messages: tuple[AgentMessage, ...]
-    model: Model | None
-    thinking_level: ModelThinkingLevel
-    is_streaming: bool
-    steering: tuple[str, ...]
-    follow_up: tuple[str, ...]
 
 
 @attrs.define(eq=False)
