@@ -40,6 +40,7 @@ from helpers import (
     user,
 )
 from pi_data import canonical, load_json, load_jsonl, normalise_now
+from transcripts import assert_valid_transcript
 
 # --------------------------------------------------------------------------- ports of agent.test.ts
 
@@ -262,19 +263,6 @@ async def _assert_quiescent(agent: Agent) -> None:
     assert agent.pending_tool_calls == frozenset()
 
 
-def _assert_valid_transcript(messages: Any) -> None:
-    """Every tool call is answered, in order, before the next assistant message."""
-    open_calls: list[str] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            assert open_calls == [], f"unanswered tool calls {open_calls}"
-            open_calls = [c.id for c in message.tool_calls()]
-        elif isinstance(message, ToolResultMessage):
-            assert open_calls and open_calls[0] == message.tool_call_id
-            open_calls.pop(0)
-    assert open_calls == []
-
-
 async def test_abort_during_streaming_ends_aborted(autojump_clock: trio.testing.MockClock) -> None:
     """Aborting mid-stream ends the message "aborted", still emits turn_end and agent_end."""
     faux, registry = make_faux(tokens_per_second=10)
@@ -293,7 +281,7 @@ async def test_abort_during_streaming_ends_aborted(autojump_clock: trio.testing.
     assert last.stop_reason == "aborted"
     assert 0 < len(last.text()) < len("word " * 200)
     assert recorder.types[-2:] == ["turn_end", "agent_end"]
-    _assert_valid_transcript(agent.messages)
+    assert_valid_transcript(agent.messages)
 
 
 async def test_abort_during_a_tool_cancels_it(autojump_clock: trio.testing.MockClock) -> None:
@@ -324,7 +312,7 @@ async def test_abort_during_a_tool_cancels_it(autojump_clock: trio.testing.MockC
     assert [(r.tool_call_id, r.is_error) for r in results] == [("t1", True), ("t2", True)]
     assert agent.messages[-1].stop_reason == "aborted"
     assert recorder.types[-2:] == ["turn_end", "agent_end"]
-    _assert_valid_transcript(agent.messages)
+    assert_valid_transcript(agent.messages)
 
 
 async def test_abort_between_turns_stops_before_the_next_call() -> None:
@@ -343,7 +331,7 @@ async def test_abort_between_turns_stops_before_the_next_call() -> None:
     assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
     assert agent.messages[-1].stop_reason == "aborted"
     assert faux.state.call_count == 2
-    _assert_valid_transcript(agent.messages)
+    assert_valid_transcript(agent.messages)
 
 
 async def test_cancelling_the_prompt_caller_aborts_the_run(
@@ -685,4 +673,4 @@ async def test_abort_before_a_tool_starts_keeps_it_from_running() -> None:
     results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
     assert [(r.tool_call_id, r.is_error) for r in results] == [("t1", True), ("t2", True)]
     assert agent.messages[-1].stop_reason == "aborted"
-    _assert_valid_transcript(agent.messages)
+    assert_valid_transcript(agent.messages)

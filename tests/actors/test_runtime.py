@@ -22,6 +22,7 @@ from pitrio.actors import (
 from pitrio.providers import AssistantMessage, ToolResultMessage, UserMessage
 
 from helpers import Recorder, assistant, call, echo_tool, make_faux, never, tool_then_text
+from transcripts import assert_valid_transcript
 
 QUIET_WITHIN = 0.1
 """Virtual seconds from abort() to a finished run: the issue's 100 ms, on Trio's MockClock."""
@@ -36,19 +37,6 @@ def text_of(message: Any) -> str:
 
 def result_text(message: ToolResultMessage) -> str:
     return "".join(getattr(block, "text", "") for block in message.content)
-
-
-def assert_valid_transcript(messages: Any) -> None:
-    """Every tool call is answered, in order, before the next assistant message."""
-    open_calls: list[str] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            assert open_calls == [], f"unanswered tool calls {open_calls}"
-            open_calls = [c.id for c in message.tool_calls()]
-        elif isinstance(message, ToolResultMessage):
-            assert open_calls and open_calls[0] == message.tool_call_id
-            open_calls.pop(0)
-    assert open_calls == []
 
 
 async def abort_when_blocked(agent: Agent, prompt: Callable[[], Any]) -> float:

@@ -14,13 +14,14 @@ import trio.testing
 from pitrio.actors import AgentEvent
 from pitrio.channels import Sequenced, Snapshot, SubscriberLagged
 from pitrio.codec import loads
-from pitrio.providers import AssistantMessage, ToolResultMessage, faux_assistant_message
+from pitrio.providers import AssistantMessage, faux_assistant_message
 from pitrio.sessions import SessionManager, SessionMessageEntry, SessionSnapshot
 from pitrio.sessions._agent_session import AgentSession, open_agent_session
 from pitrio.sessions._agent_session_types import BeforeAgentStartResult, SessionHooks
 from pitrio.sessions._settings import SettingsManager
 
 from session_helpers import Events, fail, file_manager, make_faux, model_of, open_session, reply
+from transcripts import assert_valid_transcript
 
 QUIET_WITHIN = 0.1
 """Virtual seconds from abort() to an idle session: the issue's 100 ms, on Trio's MockClock."""
@@ -34,19 +35,6 @@ def gated(gate: trio.Event, text: str) -> Any:
         return faux_assistant_message(text)
 
     return respond
-
-
-def assert_valid_transcript(messages: Any) -> None:
-    """Every tool call is answered, in order, before the next assistant message."""
-    open_calls: list[str] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            assert open_calls == [], f"unanswered tool calls {open_calls}"
-            open_calls = [c.id for c in message.tool_calls()]
-        elif isinstance(message, ToolResultMessage):
-            assert open_calls and open_calls[0] == message.tool_call_id
-            open_calls.pop(0)
-    assert open_calls == []
 
 
 # --------------------------------------------------------------------------- listeners
