@@ -374,7 +374,9 @@ class RpcServer:
             case rpc.GetForkMessages():
                 return ok("get_fork_messages", {"messages": fork_messages(session)})
             case rpc.GetLastAssistantText():
-                return ok("get_last_assistant_text", {"text": last_assistant_text(session)})
+                last = last_assistant_text(session)
+                # pi's text is undefined when there is none: `"data":{}`, not null.
+                return ok("get_last_assistant_text", {} if last is None else {"text": last})
             case rpc.SetSessionName():
                 name = command.name.strip()
                 if not name:
@@ -432,7 +434,8 @@ class RpcServer:
         if execute is None:
             return rpc.RpcResponse.fail(command.id, "bash", BASH_UNAVAILABLE)
         started()
-        result = await execute(command.command)
+        # pi's RPC bash passes no excludeFromContext, so the message is written without it.
+        result = await execute(command.command, exclude_from_context=None)
         return rpc.RpcResponse.ok(command.id, "bash", to_wire(result))
 
     def _state(self) -> dict[str, Any]:
