@@ -213,9 +213,21 @@ def _unstructure_factory(cls: type, conv: cattrs.Converter) -> Callable[[Any], d
     base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
         cls, conv, _cattrs_include_init_false=True, **overrides
     )
+    # cattrs writes the fields it may omit after all the others; pi (JSON.stringify of an object
+    # literal) writes every key in declaration order. Where an optional field comes before a
+    # required one (AssistantMessage.errorMessage before timestamp), put the keys back in order
+    # whenever an optional one is present: the dict is rebuilt only then.
+    fields = [f for f in attrs.fields(cls) if f.name != EXTRA]
+    optional = [f.default is None for f in fields]
+    order = [_wire_key(f) for f in fields]
+    required = optional.count(False)
+    if not any(o and not later for i, o in enumerate(optional) for later in optional[i + 1 :]):
+        order = []
 
     def unstructure(obj: Any) -> dict[str, Any]:
         data = base(obj)
+        if order and len(data) > required:
+            data = {key: data[key] for key in order if key in data}
         extra = obj.extra
         if extra:
             for key, value in extra.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from pitrio.codec import WireFormatError, dumps, from_wire, loads, to_wire
@@ -158,3 +159,14 @@ def test_dumps_and_loads_are_inverse() -> None:
     """dumps writes compact JSON bytes that loads reads back."""
     message = from_wire(AssistantMessage, SAMPLES["assistant_message_tool_use"])
     assert from_wire(AssistantMessage, loads(dumps(message))) == message
+
+
+def test_keys_come_out_in_pi_s_order_when_an_optional_field_is_set() -> None:
+    """An errored assistant message encodes ``errorMessage`` before ``timestamp``, byte for
+    byte as pi 0.73.1 writes it (cattrs alone puts the optional key last)."""
+    from pitrio.providers import AssistantMessage
+    from pitrio.sessions._codec import SESSIONS_CODEC
+
+    pi = load_jsonl("faux_error.jsonl")[-1]["result"]
+    ours = SESSIONS_CODEC.dumps(SESSIONS_CODEC.from_wire(AssistantMessage, pi))
+    assert ours == orjson.dumps(pi)

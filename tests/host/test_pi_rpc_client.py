@@ -94,22 +94,6 @@ def _walk(value: Any) -> Iterator[Any]:
             yield from _walk(item)
 
 
-def _reorder(value: Any, match: Callable[[dict[str, Any]], bool], order: list[str]) -> Any:
-    """A copy of ``value`` in which each object ``match`` accepts has its keys in ``order``."""
-    if isinstance(value, list):
-        return [_reorder(item, match, order) for item in value]
-    if not isinstance(value, dict):
-        return value
-    items = {key: _reorder(item, match, order) for key, item in value.items()}
-    if match(value):
-        items = {key: items[key] for key in sorted(items, key=_rank(order))}
-    return items
-
-
-def _rank(order: list[str]) -> Callable[[str], int]:
-    return lambda key: order.index(key) if key in order else len(order)
-
-
 def _replace_text(value: Any, old: str, new: str) -> Any:
     if isinstance(value, list):
         return [_replace_text(item, old, new) for item in value]
@@ -118,43 +102,11 @@ def _replace_text(value: Any, old: str, new: str) -> Any:
     return new if value == old else value
 
 
-def _is_tool_result(obj: dict[str, Any]) -> bool:
-    return obj.get("role") == "toolResult"
-
-
-def _is_aborted_assistant(obj: dict[str, Any]) -> bool:
-    return obj.get("role") == "assistant" and obj.get("stopReason") == "aborted"
-
-
-def _is_bash_result(obj: dict[str, Any]) -> bool:
-    return "output" in obj and "cancelled" in obj and "truncated" in obj
-
-
 KNOWN_DIFFERENCES: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "aborted-tool-text": (
         "an aborted tool call's result reads pitrio's 'Tool execution was aborted' (the run's "
         "cancel scope ends the tool); pi's bash tool answers its own 'Command aborted'",
         lambda v: _replace_text(v, "Tool execution was aborted", "Command aborted"),
-    ),
-    "tool-result-key-order": (
-        "a toolResult message is written with details after timestamp; pi writes it before isError",
-        lambda v: _reorder(
-            v,
-            _is_tool_result,
-            ["role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"],
-        ),
-    ),
-    "aborted-assistant-key-order": (
-        "an aborted assistant message is written with errorMessage after timestamp; pi writes "
-        "it before",
-        lambda v: _reorder(v, _is_aborted_assistant, ["stopReason", "errorMessage", "timestamp"]),
-    ),
-    "bash-result-key-order": (
-        "the bash command's result and its bashExecution message are written with exitCode "
-        "after the other fields (after timestamp in the message); pi writes it after output",
-        lambda v: _reorder(
-            v, _is_bash_result, ["output", "exitCode", "cancelled", "truncated", "fullOutputPath"]
-        ),
     ),
 }
 """Where pitrio still answers differently from pi: name -> (what differs, a normaliser that
