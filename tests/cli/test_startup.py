@@ -46,3 +46,21 @@ def test_version_and_help_import_no_provider_session_or_runtime(flag: str) -> No
     assert "pitrio.cli._main" in modules  # the probe really ran the command
     heavy = [m for m in modules if any(m == h or m.startswith(h + ".") for h in _HEAVY)]
     assert heavy == []
+
+
+def test_importing_sessions_leaves_jsonschema_for_the_first_validation() -> None:
+    """``import pitrio.sessions`` does not import jsonschema (it is loaded on first use)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys, pitrio.sessions; print(json.dumps(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    modules = json.loads(done.stdout)
+    assert "pitrio.sessions" in modules
+    assert [m for m in modules if m == "jsonschema" or m.startswith("jsonschema.")] == []
