@@ -283,13 +283,25 @@ class RetryActor:
     delay inside the :class:`Retry`'s cancel scope and answers; :meth:`Retry.cancel` (abort,
     ``abort_retry``) ends the wait, which then reports ``auto_retry_end`` and answers False.
 
-    Resource handling: started with ``nursery.start(actor.run)`` in the session's nursery; its
-    inbox closes when it is cancelled, and a request left in it is answered False.
+    Resource handling: started with ``nursery.start(actor.run)`` in the session's nursery, or on
+    the first :meth:`backoff` by :meth:`ensure_started` (a session that never retries never pays
+    for the task and its inbox); its inbox closes when it is cancelled, and a request left in it
+    is answered False.
     """
 
     def __init__(self, retry: Retry) -> None:
         self.retry = retry
         self._inbox: trio.MemorySendChannel[_Backoff] | None = None
+        self._starting = False
+
+    async def ensure_started(self, nursery: trio.Nursery) -> None:
+        """Start the actor in ``nursery`` unless it runs already (or is being started)."""
+        if self._inbox is None and not self._starting:
+            self._starting = True
+            try:
+                await nursery.start(self.run)
+            finally:
+                self._starting = False
 
     async def run(
         self, *, task_status: trio.TaskStatus[RetryActor] = trio.TASK_STATUS_IGNORED

@@ -5,7 +5,7 @@
     AgentSession.run (the session's nursery)
      |- Persistence       one writer per session file (unless the manager already has one)
      |- Agent.run         the agent's nursery: its command task and one task per run
-     |- RetryActor        backoff between attempts; inbox RETRY_INBOX
+     |- RetryActor        backoff between attempts; inbox RETRY_INBOX (started on first retry)
      |- SessionActor      this module: the command inbox (SESSION_INBOX), state, events
      `- jobs              prompts (run, retries, compaction after), manual compaction and moves
                           between sessions: one task each, in the session's nursery, inside the
@@ -233,7 +233,6 @@ class SessionActor(ModelCommands, UserBashCommands):
                 if persistence is not None:
                     await nursery.start(persistence.run)
                 await nursery.start(self.agent.run)
-                await nursery.start(self._retry_actor.run)
                 self._nursery = nursery
                 self._inbox = send
                 self._write_pending_entries()
@@ -731,7 +730,10 @@ class SessionActor(ModelCommands, UserBashCommands):
         """pi's agent_end handling: retry a transient error, else check compaction."""
         window = self.model.context_window if self.model is not None else 0
         # The failed response stays in the session file but leaves the context.
-        if self._retry.is_retryable(message, window) and await self._retry_actor.backoff(
+        retryable = self._retry.is_retryable(message, window) and self._retry.enabled()
+        if retryable and self._nursery is not None:
+            await self._retry_actor.ensure_started(self._nursery)
+        if retryable and await self._retry_actor.backoff(
             message, on_scheduled=self.drop_trailing_assistant
         ):
             return True

@@ -428,3 +428,18 @@ async def test_a_thousand_sessions_under_mixed_commands_end_valid(
                 nursery.start_soon(drive, index)
     assert len(sessions) == SESSIONS
     await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_the_retry_actor_starts_with_the_first_retry(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """An idle session keeps no retry task; the first transient error starts it, and it retries."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("fine"), fail("503 overloaded"), reply("recovered")])
+    async with open_session(faux, registry) as session:
+        await session.prompt("one")
+        assert session._actor._retry_actor._inbox is None
+        await session.prompt("two")
+        assert session._actor._retry_actor._inbox is not None
+        last = session.messages[-1]
+        assert isinstance(last, AssistantMessage) and last.text() == "recovered"
