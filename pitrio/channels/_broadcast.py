@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Final, Generic, Literal, TypeAlias, TypeVar, get_args
+from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, TypeVar, get_args
 
 import attrs
 import structlog
@@ -78,10 +78,18 @@ class BroadcastStatistics:
     """True once `Broadcast.close` was called."""
 
 
+class _Owner(Protocol):
+    """What a callback entry needs of the bus it is registered with (Broadcast, EventLog)."""
+
+    def _remove(self, entry: Any) -> None: ...
+
+
 class _Callback(Generic[T]):
+    """A registered callback; `unsubscribe` takes it out of its owner's subscribers."""
+
     __slots__ = ("active", "callback", "owner")
 
-    def __init__(self, owner: Broadcast[T], callback: Callable[[T], Awaitable[None] | None]):
+    def __init__(self, owner: _Owner, callback: Callable[[T], Awaitable[None] | None]):
         self.owner = owner
         self.callback = callback
         self.active = True

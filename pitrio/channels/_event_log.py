@@ -29,7 +29,7 @@ import attrs
 import structlog
 import trio
 
-from ._broadcast import SUBSCRIPTION_BUFFER
+from ._broadcast import SUBSCRIPTION_BUFFER, _Callback
 from ._exceptions import SubscriberLagged
 
 log = structlog.get_logger(__name__)
@@ -169,20 +169,6 @@ class EventLogStatistics:
     """One entry per open subscription, in the order they were opened."""
     closed: bool
     """True once `EventLog.close` was called."""
-
-
-class _Callback(Generic[T]):
-    __slots__ = ("active", "callback", "owner")
-
-    def __init__(self, owner: EventLog[T], callback: Callable[[T], Awaitable[None] | None]):
-        self.owner = owner
-        self.callback = callback
-        self.active = True
-
-    def unsubscribe(self) -> None:
-        if self.active:
-            self.active = False
-            self.owner._remove_callback(self)
 
 
 class EventLogSubscription(trio.abc.ReceiveChannel[Sequenced[T] | Snapshot]):
@@ -716,7 +702,8 @@ class EventLog(Generic[T]):
             closed=self._closed,
         )
 
-    def _remove_callback(self, entry: _Callback[T]) -> None:
+    def _remove(self, entry: _Callback[T]) -> None:
+        """Take a callback out (its `unsubscribe`)."""
         self._callbacks = tuple(e for e in self._callbacks if e is not entry)
 
     def _remove_subscription(self, subscription: EventLogSubscription[T]) -> None:
