@@ -59,6 +59,7 @@ from pitrio.channels import (
     Reply,
     SlowSubscriberPolicy,
     Subscription,
+    close_inbox,
     open_body_nursery,
 )
 from pitrio.providers import (
@@ -266,9 +267,7 @@ class Agent:
             self._nursery = None
             self._closed = True
             send.close()
-            for command in _drain_channel(receive):
-                command.reply.fail(UsageError("Agent is closed"))
-            receive.close()
+            close_inbox(receive, UsageError("Agent is closed"))
             self._steering.close()
             self._follow_up.close()
             self._bus.close()
@@ -693,15 +692,6 @@ class Agent:
         self.abort()
         with trio.move_on_after(CLOSE_GRACE, shield=True):
             await self.wait_for_idle()
-
-
-def _drain_channel(receive: trio.MemoryReceiveChannel[_StartRun]) -> list[_StartRun]:
-    items: list[_StartRun] = []
-    while True:
-        try:
-            items.append(receive.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-            return items
 
 
 @attrs.frozen

@@ -50,6 +50,7 @@ from ._mailbox import MailboxMode as MailboxMode
 from ._mailbox import MailboxStatistics as MailboxStatistics
 from ._nursery import open_body_nursery as open_body_nursery
 from ._reply import Reply as Reply
+from ._reply import close_inbox as close_inbox
 
 __all__ = [
     "COALESCE_OVERRUN",
@@ -79,6 +80,7 @@ __all__ = [
     "SubscriberOverflow",
     "Subscription",
     "SubscriptionStatistics",
+    "close_inbox",
     "open_body_nursery",
 ]
 

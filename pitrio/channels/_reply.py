@@ -7,7 +7,7 @@ a value or an exception. It is the ``reply_to`` of an actor message, as a Trio e
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import trio
 
@@ -59,3 +59,29 @@ class Reply(Generic[T]):
         """Wait for the answer and return it (or raise the error answer)."""
         await self._done.wait()
         return self.value_nowait()
+
+
+class _Answerable(Protocol):
+    def fail(self, error: BaseException) -> None: ...
+
+
+class _Command(Protocol):
+    @property
+    def reply(self) -> _Answerable: ...
+
+
+C = TypeVar("C", bound=_Command)
+
+
+def close_inbox(receive: trio.MemoryReceiveChannel[C], error: BaseException) -> None:
+    """Close an actor's inbox, failing the reply of every command still in it with ``error``.
+
+    For an actor's ``finally``: no sender is left waiting on a command nobody will execute.
+    """
+    while True:
+        try:
+            command = receive.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            break
+        command.reply.fail(error)
+    receive.close()

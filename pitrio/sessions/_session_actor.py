@@ -53,7 +53,7 @@ from pitrio.actors import (
     StreamFn,
     merge_agent_events,
 )
-from pitrio.channels import EventLog, Reply
+from pitrio.channels import EventLog, Reply, close_inbox
 from pitrio.providers import (
     AssistantMessage,
     Context,
@@ -244,13 +244,7 @@ class SessionActor(ModelCommands, UserBashCommands):
             self._nursery = None
             self._closed = True
             send.close()
-            while True:
-                try:
-                    pending = receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-                pending.reply.fail(UsageError("AgentSession is closed"))
-            receive.close()
+            close_inbox(receive, UsageError("AgentSession is closed"))
             self.log.close()
         raise AssertionError("unreachable")  # pragma: no cover
 
