@@ -310,8 +310,14 @@ async def test_steering_closes_the_intake_at_arrival() -> None:
 # --------------------------------------------------------------------------- the command inbox
 
 
-async def test_busy_policy_steer_queues_the_prompt_for_the_running_run() -> None:
-    """With busy_policy="steer" a prompt during a run is queued and runs in that run."""
+@pytest.mark.parametrize(
+    ("agent_policy", "call_policy"), [("steer", None), ("reject", "follow_up")]
+)
+async def test_busy_policy_steer_or_follow_up_queues_the_prompt_for_the_running_run(
+    agent_policy: str, call_policy: str | None
+) -> None:
+    """With busy policy "steer" (the agent's) or "follow_up" (the call's) a prompt during a run
+    returns once queued, and the running run takes it."""
     faux, registry = make_faux()
     release = trio.Event()
 
@@ -321,33 +327,12 @@ async def test_busy_policy_steer_queues_the_prompt_for_the_running_run() -> None
 
     faux.set_responses([slow, assistant("second")])
     async with (
-        open_agent(model=faux.get_model(), registry=registry, busy_policy="steer") as agent,
+        open_agent(model=faux.get_model(), registry=registry, busy_policy=agent_policy) as agent,
         trio.open_nursery() as nursery,
     ):
         nursery.start_soon(agent.prompt, "one")
         await trio.testing.wait_all_tasks_blocked()
-        await agent.prompt("two")  # returns once queued
-        release.set()
-    assert [text_of(m) for m in agent.messages] == ["one", "first", "two", "second"]
-
-
-async def test_busy_policy_follow_up_queues_until_the_run_would_stop() -> None:
-    """busy_policy="follow_up" per call queues the prompt as a follow-up."""
-    faux, registry = make_faux()
-    release = trio.Event()
-
-    async def slow(*_: Any) -> AssistantMessage:
-        await release.wait()
-        return assistant("first")
-
-    faux.set_responses([slow, assistant("second")])
-    async with (
-        open_agent(model=faux.get_model(), registry=registry) as agent,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(agent.prompt, "one")
-        await trio.testing.wait_all_tasks_blocked()
-        await agent.prompt("two", busy_policy="follow_up")
+        await agent.prompt("two", busy_policy=call_policy)  # returns once queued
         release.set()
     assert [text_of(m) for m in agent.messages] == ["one", "first", "two", "second"]
 

@@ -3,10 +3,12 @@ a session factory and an event recorder."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+import trio
 
 from pitrio.codec import to_wire
 from pitrio.providers import (
@@ -62,6 +64,16 @@ def reply(
 
     def respond(*_: Any) -> AssistantMessage:
         return faux_assistant_message(text, stop_reason=stop_reason, error_message=error)
+
+    return respond
+
+
+def gated(gate: trio.Event, text: str) -> Callable[..., Awaitable[AssistantMessage]]:
+    """A response that waits for ``gate`` (the run stays busy until the test sets it)."""
+
+    async def respond(*_: Any) -> AssistantMessage:
+        await gate.wait()
+        return faux_assistant_message(text)
 
     return respond
 

@@ -43,6 +43,7 @@ from session_helpers import (
     Summaries,
     fail,
     file_manager,
+    gated,
     make_faux,
     model_of,
     open_session,
@@ -79,14 +80,6 @@ def texts(session: AgentSession) -> list[str]:
         else:
             out.append(message.role)
     return out
-
-
-def gated(gate: trio.Event, text: str) -> Any:
-    async def respond(*_: Any) -> AssistantMessage:
-        await gate.wait()
-        return faux_assistant_message(text)
-
-    return respond
 
 
 # --------------------------------------------------------------------------- prompting

@@ -14,27 +14,28 @@ import trio.testing
 from pitrio.actors import AgentEvent
 from pitrio.channels import Sequenced, Snapshot, SubscriberLagged
 from pitrio.codec import loads
-from pitrio.providers import AssistantMessage, faux_assistant_message
+from pitrio.providers import AssistantMessage
 from pitrio.sessions import SessionManager, SessionMessageEntry, SessionSnapshot
 from pitrio.sessions._agent_session import AgentSession, open_agent_session
 from pitrio.sessions._agent_session_types import BeforeAgentStartResult, SessionHooks
 from pitrio.sessions._settings import SettingsManager
 
-from session_helpers import Events, fail, file_manager, make_faux, model_of, open_session, reply
+from session_helpers import (
+    Events,
+    fail,
+    file_manager,
+    gated,
+    make_faux,
+    model_of,
+    open_session,
+    reply,
+)
 from transcripts import assert_valid_transcript
 
 QUIET_WITHIN = 0.1
 """Virtual seconds from abort() to an idle session: the issue's 100 ms, on Trio's MockClock."""
 SESSIONS = 1000
 """Sessions driven at once by the many-sessions test."""
-
-
-def gated(gate: trio.Event, text: str) -> Any:
-    async def respond(*_: Any) -> AssistantMessage:
-        await gate.wait()
-        return faux_assistant_message(text)
-
-    return respond
 
 
 # --------------------------------------------------------------------------- listeners
