@@ -496,6 +496,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pitrio.cli._demo import run_demo
 
             return run_demo(speed=demo.speed, json_mode=demo.json)
+        if arguments[:1] == ["serve"]:
+            _configure_logging()
+            from pitrio.cli._serve import serve_main
+
+            return serve_main(arguments[1:])
+        if arguments[:1] == ["load"]:
+            _configure_logging()
+            from pitrio.cli._load import load_main
+
+            return load_main(arguments[1:])
         args = parse_cli_args(arguments)
         _configure_logging()
         stdin = sys.stdin
