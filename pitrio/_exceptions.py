@@ -22,6 +22,7 @@
      |    +-- SessionFileChanged                   the file changed on disk since it was read
      |    +-- SessionTreeCycle (also ValueError)   parentId links that loop
      |    +-- CompactionError                      compaction could not run or summarise
+     |    +-- ContextPatchError (also ValueError)  a context patch op that cannot apply (op, index)
      +-- SettingsError                           pitrio.sessions settings
      |    +-- SettingsFileError (also ValueError)  a settings.json that is not valid JSON
      |    +-- SettingsValueError (also ValueError) a known setting with a value of the wrong type

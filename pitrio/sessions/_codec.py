@@ -23,6 +23,7 @@ from typing import Any, Final
 from pitrio.actors._codec import ACTORS_CODEC, register_agent_messages
 from pitrio.codec import WireCodec, make_codec
 from pitrio.sessions._agent_session_types import AGENT_SESSION_EVENT_TYPES, AgentSessionEvent
+from pitrio.sessions._context_ops import CONTEXT_PATCH_OP_TYPES, ContextPatchOp
 from pitrio.sessions._entries import (
     ENTRY_TYPES,
     SESSION_MESSAGE_TYPES,
@@ -42,6 +43,7 @@ def _build() -> WireCodec:
     codec = make_codec(ACTORS_CODEC, name="sessions")
     register_agent_messages(codec, SESSION_MESSAGE_TYPES)
     codec.register_type(UnknownEntry, encode=lambda entry: dict(entry.data))
+    codec.register_tagged_union(ContextPatchOp, "op", dict(CONTEXT_PATCH_OP_TYPES))
     codec.register_tagged_union(SessionEntry, "type", dict(ENTRY_TYPES), fallback=_unknown_entry)
     codec.register_tagged_union(AgentSessionEvent, "type", AGENT_SESSION_EVENT_TYPES)
     return codec.seal()
