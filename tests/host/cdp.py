@@ -1,8 +1,8 @@
 """A small Chrome DevTools Protocol driver: a real headless Chromium, driven over trio-websocket.
 
 ``open_browser()`` starts Chromium with ``--remote-debugging-port=0`` in a fresh profile, reads
-the port it chose from the ``DevToolsActivePort`` file in that profile, connects to the browser
-endpoint and yields a :class:`Browser`; ``browser.open_page(url)`` creates a tab and attaches to
+the address of the port it chose from its stderr (``DevTools listening on ws://...``), connects
+to that browser endpoint and yields a :class:`Browser`; ``browser.open_page(url)`` creates a tab and attaches to
 it with a flat session (one websocket for every tab). On a page, ``evaluate`` runs JavaScript
 and ``wait_for`` waits until a JavaScript condition holds: the condition is polled inside the
 page and the answer comes back as one awaited promise, so the test never sleeps to synchronise.
@@ -216,8 +216,11 @@ class Browser:
         return page
 
 
-async def _devtools_url(process: trio.Process, profile: str, stderr: collections.deque[str]) -> str:
-    """Wait for Chromium to announce its debugging port, then read it from the profile."""
+_LISTENING: Final = "DevTools listening on "
+
+
+async def _devtools_url(process: trio.Process, stderr: collections.deque[str]) -> str:
+    """Wait for Chromium to announce the websocket address of its browser endpoint."""
     assert process.stderr is not None
     buffer = b""
     async for chunk in process.stderr:
@@ -227,11 +230,11 @@ async def _devtools_url(process: trio.Process, profile: str, stderr: collections
         for raw in lines:
             line = raw.decode(errors="replace")
             stderr.append(line)
-            # Chromium writes DevToolsActivePort before it prints this line.
-            if line.startswith("DevTools listening on "):
-                active = await trio.Path(profile, "DevToolsActivePort").read_text()
-                port, path = active.split("\n")[:2]
-                return f"ws://127.0.0.1:{int(port)}{path}"
+            # The browser endpoint's address, as Puppeteer reads it. (The same port and path
+            # go to DevToolsActivePort in the profile, but that file is written on another
+            # thread and may appear only after this line: reading it here would race.)
+            if line.startswith(_LISTENING):
+                return line.removeprefix(_LISTENING).strip()
     raise RuntimeError("Chromium exited before opening its debugging port:\n" + "\n".join(stderr))
 
 
@@ -265,7 +268,7 @@ async def open_browser(executable: str = CHROMIUM) -> AsyncIterator[Browser]:
             )
             try:
                 with trio.fail_after(START_TIMEOUT):
-                    url = await _devtools_url(process, profile, stderr)
+                    url = await _devtools_url(process, stderr)
                 assert process.stderr is not None
                 nursery.start_soon(_drain, process.stderr, stderr)
                 async with open_websocket_url(url, max_message_size=64 * 1024 * 1024) as ws:
