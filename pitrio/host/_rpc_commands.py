@@ -1,0 +1,441 @@
+"""The commands of pi 0.73.1's RPC mode executed on one session: shared by ``pitrio --mode rpc``
+(:class:`~pitrio.host.RpcServer`, one session over stdin/stdout) and ``pitrio serve`` (the
+websocket host, many sessions).
+
+:class:`SessionCommands` turns one decoded command into the session call and its response, in
+pi's shapes; how commands are read, ordered and answered on the wire is the caller's business.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import attrs
+import structlog
+import trio
+
+from pitrio._exceptions import UsageError, unwrap_group
+from pitrio.codec import to_wire
+from pitrio.host import _rpc_types as rpc
+from pitrio.providers import (
+    AssistantMessage,
+    ImageContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from pitrio.sessions import AgentSession, SessionMessageEntry
+
+__all__ = [
+    "BASH_UNAVAILABLE",
+    "LONG_COMMANDS",
+    "STREAMING_NEEDS_BEHAVIOR",
+    "RpcServices",
+    "SessionCommands",
+    "command_name",
+    "fork_messages",
+    "last_assistant_text",
+    "session_stats",
+]
+
+log = structlog.get_logger(__name__)
+
+STREAMING_NEEDS_BEHAVIOR: Final = (
+    "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue "
+    "the message."
+)
+"""pi's words for a prompt sent while the agent runs, without ``streamingBehavior``."""
+
+
+@attrs.frozen(kw_only=True)
+class RpcServices:
+    """What the command line provides that the session layer does not know about.
+
+    Attributes:
+        expand_input: expands ``/skill:name`` and ``/template`` commands of prompt, steer and
+            follow-up text (pi expands them in the session).
+        list_commands: ``get_commands``' list (prompt templates and skills, pi's shape).
+        export_html: writes the session as HTML (``export_html``); returns the path.
+    """
+
+    expand_input: Callable[[str], Awaitable[str]] | None = None
+    list_commands: Callable[[], list[dict[str, Any]]] | None = None
+    export_html: Callable[[AgentSession, str | None], Awaitable[str]] | None = None
+
+
+LONG_COMMANDS: Final = (
+    rpc.Prompt,
+    rpc.Abort,
+    rpc.Compact,
+    rpc.NewSession,
+    rpc.SwitchSession,
+    rpc.Fork,
+    rpc.Clone,
+    rpc.Bash,
+    rpc.ExportHtml,
+)
+"""Commands that may take long (a run, a compaction, a move): callers run each in a task."""
+
+
+class SessionCommands:
+    """Execute pi's RPC commands on one session.
+
+    Args:
+        session: the session, already running.
+        services: see :class:`RpcServices`.
+    """
+
+    __slots__ = ("services", "session")
+
+    def __init__(self, session: AgentSession, services: RpcServices | None = None) -> None:
+        self.session = session
+        self.services = services if services is not None else RpcServices()
+
+    async def run(
+        self,
+        command: rpc.RpcCommand,
+        respond: Callable[[rpc.RpcResponse], Awaitable[None]],
+        task_status: trio.TaskStatus[None] | None = None,
+    ) -> None:
+        """Execute ``command`` and hand its response to ``respond`` (errors too).
+
+        ``prompt`` is answered from ``on_accepted``, before its run's events; the call returns
+        when the run is over. ``task_status.started()`` is called once the command has reached
+        the session (or failed before), so a caller can start the next command in order.
+        """
+        name = command_name(command)
+        started = _Once(task_status.started if task_status is not None else _nothing)
+        try:
+            response = await self._execute(command, started, respond)
+        except Exception as exc:
+            error = unwrap_group(exc)
+            response = rpc.RpcResponse.fail(command.id, name, _message(error))
+        finally:
+            started()  # a command that failed before reaching the session
+        if response is not None:
+            await respond(response)
+
+    async def _execute(
+        self,
+        command: rpc.RpcCommand,
+        started: Callable[[], None],
+        respond: Callable[[rpc.RpcResponse], Awaitable[None]],
+    ) -> rpc.RpcResponse | None:
+        session = self.session
+        id_ = command.id
+        ok = functools.partial(rpc.RpcResponse.ok, id_)
+        match command:
+            case rpc.Prompt():
+                return await self._prompt(command, started, respond)
+            case rpc.Steer():
+                text = await self._expand(command.message)
+                await session.steer(text, _images(command.images))
+                return ok("steer")
+            case rpc.FollowUp():
+                text = await self._expand(command.message)
+                await session.follow_up(text, _images(command.images))
+                return ok("follow_up")
+            case rpc.Abort():
+                started()
+                await session.abort()
+                return ok("abort")
+            case rpc.NewSession():
+                started()
+                done = await session.new_session(parent_session=command.parent_session)
+                return ok("new_session", {"cancelled": not done})
+            case rpc.GetState():
+                return ok("get_state", self.state())
+            case rpc.SetModel():
+                model = next(
+                    (
+                        m
+                        for m in session.available_models
+                        if m.provider == command.provider and m.id == command.model_id
+                    ),
+                    None,
+                )
+                if model is None:
+                    return rpc.RpcResponse.fail(
+                        id_, "set_model", f"Model not found: {command.provider}/{command.model_id}"
+                    )
+                await session.set_model(model)
+                return ok("set_model", to_wire(model))
+            case rpc.CycleModel():
+                cycled = await session.cycle_model()
+                if cycled is None:
+                    return ok("cycle_model", None)
+                data = {
+                    "model": to_wire(cycled.model),
+                    "thinkingLevel": cycled.thinking_level,
+                    "isScoped": cycled.is_scoped,
+                }
+                return ok("cycle_model", data)
+            case rpc.GetAvailableModels():
+                return ok("get_available_models", {"models": to_wire(session.available_models)})
+            case rpc.SetThinkingLevel():
+                await session.set_thinking_level(command.level)  # type: ignore[arg-type]
+                return ok("set_thinking_level")
+            case rpc.CycleThinkingLevel():
+                level = await session.cycle_thinking_level()
+                return ok("cycle_thinking_level", None if level is None else {"level": level})
+            case rpc.SetSteeringMode():
+                session.set_steering_mode(command.mode)  # type: ignore[arg-type]
+                return ok("set_steering_mode")
+            case rpc.SetFollowUpMode():
+                session.set_follow_up_mode(command.mode)  # type: ignore[arg-type]
+                return ok("set_follow_up_mode")
+            case rpc.Compact():
+                started()
+                result = await session.compact(command.custom_instructions)
+                return ok("compact", to_wire(result))
+            case rpc.SetAutoCompaction():
+                session.set_auto_compaction_enabled(command.enabled)
+                return ok("set_auto_compaction")
+            case rpc.SetAutoRetry():
+                session.set_auto_retry_enabled(command.enabled)
+                return ok("set_auto_retry")
+            case rpc.AbortRetry():
+                session.abort_retry()
+                return ok("abort_retry")
+            case rpc.Bash():
+                return await self._bash(command, started)
+            case rpc.AbortBash():
+                abort_bash = getattr(session, "abort_bash", None)
+                if abort_bash is None:
+                    return rpc.RpcResponse.fail(id_, "abort_bash", BASH_UNAVAILABLE)
+                abort_bash()
+                return ok("abort_bash")
+            case rpc.GetSessionStats():
+                return ok("get_session_stats", session_stats(session))
+            case rpc.ExportHtml():
+                started()
+                export = self.services.export_html
+                if export is None:
+                    raise UsageError("Export to HTML is not available")
+                return ok("export_html", {"path": await export(session, command.output_path)})
+            case rpc.SwitchSession():
+                started()
+                done = await session.switch_session(command.session_path)
+                return ok("switch_session", {"cancelled": not done})
+            case rpc.Fork():
+                started()
+                forked = await session.fork(command.entry_id)
+                answer: dict[str, Any] = {"cancelled": forked.cancelled}
+                if forked.selected_text is not None:
+                    answer = {"text": forked.selected_text, **answer}
+                return ok("fork", answer)
+            case rpc.Clone():
+                leaf = session.session_manager.get_leaf_id()
+                if leaf is None:
+                    return rpc.RpcResponse.fail(
+                        id_, "clone", "Cannot clone session: no current entry selected"
+                    )
+                started()
+                cloned = await session.fork(leaf, position="at")
+                return ok("clone", {"cancelled": cloned.cancelled})
+            case rpc.GetForkMessages():
+                return ok("get_fork_messages", {"messages": fork_messages(session)})
+            case rpc.GetLastAssistantText():
+                last = last_assistant_text(session)
+                # pi's text is undefined when there is none: `"data":{}`, not null.
+                return ok("get_last_assistant_text", {} if last is None else {"text": last})
+            case rpc.SetSessionName():
+                name = command.name.strip()
+                if not name:
+                    return rpc.RpcResponse.fail(
+                        id_, "set_session_name", "Session name cannot be empty"
+                    )
+                await session.set_session_name(name)
+                return ok("set_session_name")
+            case rpc.GetMessages():
+                return ok("get_messages", {"messages": to_wire(list(session.messages))})
+            case rpc.GetCommands():
+                listed = self.services.list_commands
+                return ok("get_commands", {"commands": listed() if listed is not None else []})
+        raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover
+
+    async def _expand(self, text: str) -> str:
+        expand = self.services.expand_input
+        return await expand(text) if expand is not None else text
+
+    async def _prompt(
+        self,
+        command: rpc.Prompt,
+        started: Callable[[], None],
+        respond: Callable[[rpc.RpcResponse], Awaitable[None]],
+    ) -> rpc.RpcResponse | None:
+        answered = False
+
+        async def accepted() -> None:
+            nonlocal answered
+            answered = True
+            await respond(rpc.RpcResponse.ok(command.id, "prompt"))
+
+        behavior = command.streaming_behavior
+        policy = None
+        if behavior:  # pi: any truthy value other than "followUp" steers
+            policy = "follow_up" if behavior == "followUp" else "steer"
+        text = await self._expand(command.message)
+        started()
+        try:
+            await self.session.prompt(
+                text,
+                images=_images(command.images),
+                streaming_behavior=policy,  # type: ignore[arg-type]
+                source="rpc",
+                on_accepted=accepted,
+            )
+        except Exception as exc:
+            if answered:
+                # Failures after acceptance reach the client as events, never as a second
+                # response to the same request.
+                log.warning("rpc_prompt_failed", error=str(exc))
+                return None
+            raise
+        return None if answered else rpc.RpcResponse.ok(command.id, "prompt")
+
+    async def _bash(self, command: rpc.Bash, started: Callable[[], None]) -> rpc.RpcResponse:
+        execute = getattr(self.session, "execute_bash", None)
+        if execute is None:
+            return rpc.RpcResponse.fail(command.id, "bash", BASH_UNAVAILABLE)
+        started()
+        # pi's RPC bash passes no excludeFromContext, so the message is written without it.
+        result = await execute(command.command, exclude_from_context=None)
+        return rpc.RpcResponse.ok(command.id, "bash", to_wire(result))
+
+    def state(self) -> dict[str, Any]:
+        session = self.session
+        state: dict[str, Any] = {}
+        if session.model is not None:
+            state["model"] = to_wire(session.model)
+        state.update(
+            thinkingLevel=session.thinking_level,
+            isStreaming=session.is_streaming,
+            isCompacting=session.is_compacting,
+            steeringMode=session.steering_mode,
+            followUpMode=session.follow_up_mode,
+        )
+        if session.session_file is not None:
+            state["sessionFile"] = session.session_file
+        state["sessionId"] = session.session_id
+        if session.session_name is not None:
+            state["sessionName"] = session.session_name
+        state.update(
+            autoCompactionEnabled=session.auto_compaction_enabled,
+            messageCount=len(session.messages),
+            pendingMessageCount=session.pending_message_count,
+        )
+        return state
+
+
+BASH_UNAVAILABLE: Final = "User bash commands are not available in this pitrio version"
+
+
+def _nothing() -> None:
+    pass
+
+
+class _Once:
+    """Calls a function the first time it is called, never again (``task_status.started``)."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self._fn: Callable[[], object] | None = fn
+
+    def __call__(self) -> None:
+        fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
+
+
+def command_name(command: rpc.RpcCommand) -> str:
+    """pi's ``type`` of a decoded command."""
+    for name, cls in rpc.RPC_COMMAND_TYPES.items():
+        if type(command) is cls:
+            return name
+    raise AssertionError(command)  # pragma: no cover
+
+
+def _message(error: BaseException) -> str:
+    message = str(error)
+    if isinstance(error, UsageError) and message.startswith("Agent is already processing."):
+        return STREAMING_NEEDS_BEHAVIOR
+    return message
+
+
+def _images(images: Sequence[dict[str, Any]] | None) -> list[ImageContent] | None:
+    if not images:
+        return None
+    return [ImageContent(data=image["data"], mime_type=image["mimeType"]) for image in images]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(block, "text", "") for block in content if block.type == "text")
+
+
+def fork_messages(session: AgentSession) -> list[dict[str, str]]:
+    """``get_fork_messages``: the user messages of the session with text, oldest first."""
+    found = []
+    for entry in session.session_manager.get_entries():
+        if isinstance(entry, SessionMessageEntry) and isinstance(entry.message, UserMessage):
+            text = _text_of(entry.message.content)
+            if text:
+                found.append({"entryId": entry.id, "text": text})
+    return found
+
+
+def last_assistant_text(session: AgentSession) -> str | None:
+    """pi's ``getLastAssistantText``: the text blocks of the last assistant message that is
+    not an empty aborted one, joined (``None`` when there is none, or it has no text)."""
+    for message in reversed(session.messages):
+        if isinstance(message, AssistantMessage):
+            if message.stop_reason == "aborted" and not message.content:
+                continue
+            text = _text_of(message.content).strip()
+            return text or None
+    return None
+
+
+def session_stats(session: AgentSession) -> dict[str, Any]:
+    """pi's ``getSessionStats``: message counts, token and cost totals, context use."""
+    messages = session.messages
+    users = sum(isinstance(m, UserMessage) for m in messages)
+    assistants = [m for m in messages if isinstance(m, AssistantMessage)]
+    results = sum(isinstance(m, ToolResultMessage) for m in messages)
+    calls = sum(isinstance(b, ToolCall) for m in assistants for b in m.content)
+    tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+    cost = 0.0
+    for message in assistants:
+        usage = message.usage
+        tokens["input"] += usage.input
+        tokens["output"] += usage.output
+        tokens["cacheRead"] += usage.cache_read
+        tokens["cacheWrite"] += usage.cache_write
+        cost += usage.cost.total
+    stats: dict[str, Any] = {}
+    if session.session_file is not None:
+        stats["sessionFile"] = session.session_file
+    stats.update(
+        sessionId=session.session_id,
+        userMessages=users,
+        assistantMessages=len(assistants),
+        toolCalls=calls,
+        toolResults=results,
+        totalMessages=len(messages),
+        tokens={**tokens, "total": sum(tokens.values())},
+        cost=int(cost) if float(cost).is_integer() else cost,
+    )
+    usage_now = session.get_context_usage()
+    if usage_now is not None:
+        percent = usage_now.percent
+        stats["contextUsage"] = {
+            "tokens": usage_now.tokens,
+            "contextWindow": usage_now.context_window,
+            "percent": int(percent) if percent is not None and percent.is_integer() else percent,
+        }
+    return stats
