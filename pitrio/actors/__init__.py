@@ -33,6 +33,10 @@ from pitrio.actors._events import TurnEndEvent as TurnEndEvent
 from pitrio.actors._events import TurnStartEvent as TurnStartEvent
 from pitrio.actors._loop import LoopConfig as LoopConfig
 from pitrio.actors._loop import LoopController as LoopController
+from pitrio.actors._loop import OnMessageEnd as OnMessageEnd
+from pitrio.actors._loop import PrepareRequest as PrepareRequest
+from pitrio.actors._loop import RequestDraft as RequestDraft
+from pitrio.actors._loop import RequestRejected as RequestRejected
 from pitrio.actors._loop import ShouldStopAfterTurnContext as ShouldStopAfterTurnContext
 from pitrio.actors._loop import StreamFn as StreamFn
 from pitrio.actors._messages import AgentMessage as AgentMessage
@@ -75,7 +79,11 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "OnMessageEnd",
     "OpaqueMessage",
+    "PrepareRequest",
+    "RequestDraft",
+    "RequestRejected",
     "ShouldStopAfterTurnContext",
     "StreamFn",
     "StreamingMessage",

@@ -40,6 +40,8 @@ from pitrio.actors._loop import (
     GetApiKey,
     LoopConfig,
     LoopController,
+    OnMessageEnd,
+    PrepareRequest,
     ShouldStopAfterTurn,
     StreamFn,
     TransformContext,
@@ -205,6 +207,8 @@ class Agent:
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         should_stop_after_turn: ShouldStopAfterTurn | None = None,
+        on_message_end: OnMessageEnd | None = None,
+        prepare_request: PrepareRequest | None = None,
         registry: ProviderRegistry | None = None,
         busy_policy: BusyPolicy = "reject",
         record_event: Callable[[AgentEvent], None] | None = None,
@@ -236,6 +240,8 @@ class Agent:
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         self.should_stop_after_turn = should_stop_after_turn
+        self.on_message_end = on_message_end
+        self.prepare_request = prepare_request
         self._steering: Mailbox[AgentMessage] = Mailbox(steering_mode, max_size=STEERING_BUFFER)
         self._follow_up: Mailbox[AgentMessage] = Mailbox(follow_up_mode, max_size=FOLLOW_UP_BUFFER)
         self._bus: Broadcast[AgentEvent] = Broadcast()
@@ -407,17 +413,18 @@ class Agent:
         )
 
     def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
-        self._messages = list(messages)
+        # In place: a run in progress reads this very list as its transcript.
+        self._messages[:] = list(messages)
 
     def append_message(self, message: AgentMessage) -> None:
         self._messages.append(message)
 
     def clear_messages(self) -> None:
-        self._messages = []
+        self._messages.clear()
 
     def reset(self) -> None:
         """Clear the transcript, runtime state and both queues."""
-        self._messages = []
+        self._messages.clear()
         self._stream_message = None
         self._pending_tool_calls = frozenset()
         self._error = None
@@ -486,7 +493,8 @@ class Agent:
             self._stream_message = event.message
         elif isinstance(event, MessageEndEvent):
             self._stream_message = None
-            self._messages.append(event.message)
+            if not event.dropped:  # the transcript's only writer (the run reads it)
+                self._messages.append(event.message)
         elif isinstance(event, ToolExecutionStartEvent):
             self._pending_tool_calls = self._pending_tool_calls | {event.tool_call_id}
         elif isinstance(event, ToolExecutionEndEvent):
@@ -629,6 +637,8 @@ class Agent:
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
             should_stop_after_turn=self.should_stop_after_turn,
+            on_message_end=self.on_message_end,
+            prepare_request=self.prepare_request,
         )
 
     async def _drive(self, run: _Run) -> None:

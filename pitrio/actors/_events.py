@@ -86,10 +86,13 @@ class MessageUpdateEvent:
 @wire
 @attrs.frozen(kw_only=True)
 class MessageEndEvent:
-    """A message is complete and appended to the transcript."""
+    """A message is complete and appended to the transcript (unless ``dropped``)."""
 
     type: Literal["message_end"] = attrs.field(default="message_end", init=False)
     message: AgentMessage
+    dropped: bool | None = None
+    """True when a ``message_end`` hook dropped this (streamed) message: it closes the stream
+    but is not in the transcript (and not in a session file). Not on the wire otherwise."""
     extra: dict[str, Any] | None = extra_field()
 
 

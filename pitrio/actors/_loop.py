@@ -13,9 +13,27 @@
         follow-up mailbox drained only now, when the agent would stop
     agent_end with the run's new messages
 
-The controller owns the run's working transcript and talks to the ProviderStream (the provider
-task and its bounded event stream) and the ToolRunner (its intake and results channels). It
-emits every event through ``emit``, which the Agent points at its state reducer and EventBus.
+The run has one transcript: the Agent's message list, which the Agent's reducer alone writes
+(it appends the message of every ``message_end`` event). The controller reads it (to build each
+request's context) and keeps only ``new_messages`` (the run's messages, for ``agent_end``). It
+talks to the ProviderStream (the provider task and its bounded event stream) and the ToolRunner
+(its intake and results channels), and emits every event through ``emit``, which the Agent
+points at its state reducer and EventBus.
+
+Two hooks let the layer above shape what the run sees (actors knows nothing of extensions):
+
+* ``on_message_end`` gets every finished message (prompt, custom, assistant, tool result) before
+  its ``message_end`` is emitted, and returns the message to keep (a replacement is what the
+  transcript, ``message_end`` subscribers and a session file see) or ``None`` to drop it. A
+  dropped message that had not started (anything but a streamed assistant message) emits no
+  event at all; a dropped streamed assistant message ends with a ``message_end`` marked
+  ``dropped`` (so subscribers close the stream) that the reducer does not append, and the loop
+  still acts on it (its tool calls run; ``turn_end`` carries it). The abort epilogue runs no
+  hook: it emits the messages it owes as they are.
+* ``prepare_request`` gets each request's :class:`RequestDraft` (system prompt, tool
+  definitions, cached and uncached AgentMessages, options) after ``transform_context`` and before
+  ``convert_to_llm``, and returns the draft to send; raising :class:`RequestRejected` ends the
+  request with an error assistant message carrying the reason.
 """
 
 from __future__ import annotations
@@ -28,6 +46,7 @@ import attrs
 import trio
 
 from pitrio._awaitable import maybe_await
+from pitrio._exceptions import PitrioError
 from pitrio.actors._events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -76,6 +95,42 @@ TransformContext: TypeAlias = Callable[
     [Sequence[AgentMessage]], "Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]"
 ]
 GetApiKey: TypeAlias = Callable[[str], "str | Awaitable[str | None] | None"]
+OnMessageEnd: TypeAlias = Callable[[AgentMessage], Awaitable["AgentMessage | None"]]
+"""Gets a finished message before its ``message_end``; returns it, a replacement, or ``None``
+(drop it)."""
+
+
+class RequestRejected(PitrioError):
+    """Raised by ``prepare_request``: this request must not be sent (``reason`` says why).
+
+    The loop ends the request with an ``error`` assistant message whose ``errorMessage`` is
+    ``reason``, as it does for a provider failure.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@attrs.frozen(kw_only=True)
+class RequestDraft:
+    """One provider request before it is converted and sent (``prepare_request``'s argument)."""
+
+    system_prompt: str
+    tools: tuple[Tool, ...]
+    """The tool definitions offered to the model (each must name a tool of the run)."""
+    messages: tuple[AgentMessage, ...]
+    """The cached messages (the transcript after ``transform_context``)."""
+    uncached: tuple[AgentMessage, ...] = ()
+    """Request-only messages, sent after ``messages``."""
+    options: StreamOptions
+    turn_index: int
+    """0-based turn of the run."""
+    request_index: int
+    """0-based provider request of the run."""
+
+
+PrepareRequest: TypeAlias = Callable[[RequestDraft], Awaitable[RequestDraft]]
 
 
 @attrs.frozen(kw_only=True)
@@ -115,6 +170,8 @@ class LoopConfig:
     before_tool_call: BeforeToolCall | None = None
     after_tool_call: AfterToolCall | None = None
     should_stop_after_turn: ShouldStopAfterTurn | None = None
+    on_message_end: OnMessageEnd | None = None
+    prepare_request: PrepareRequest | None = None
 
 
 class LoopController:
@@ -131,9 +188,12 @@ class LoopController:
     ``agent_end``) in pi's order, and the transcript stays valid.
     """
 
-    def __init__(self, config: LoopConfig, messages: Sequence[AgentMessage], emit: Emit) -> None:
+    def __init__(self, config: LoopConfig, messages: list[AgentMessage], emit: Emit) -> None:
         self._config = config
-        self._messages: list[AgentMessage] = list(messages)
+        # The run's transcript, shared with the Agent: read here, written by the reducer only.
+        self._messages = messages
+        self._turn_index = 0
+        self._request_index = 0
         self._emit = emit
         self.new_messages: list[AgentMessage] = []
         # Where the run is, for close_aborted. Each is updated *before* the event it stands
@@ -169,13 +229,22 @@ class LoopController:
         await self._loop()
         return self.new_messages
 
-    async def _send_unsent(self) -> None:
-        """Emit message_start/end for the queued user messages and add them to the transcript."""
+    async def _send_unsent(self, *, hooks: bool = True) -> None:
+        """Emit message_start/end for the queued user messages (the reducer appends them)."""
         unsent = self._unsent
         emit = self._emit
+        on_end = self._config.on_message_end if hooks else None
         while unsent:
-            message = unsent.popleft()
-            self._messages.append(message)
+            message = unsent[0]
+            if on_end is not None:
+                # Still queued while the hook runs: an abort here leaves it to the epilogue.
+                kept = await on_end(message)
+                unsent.popleft()
+                if kept is None:
+                    continue
+                message = kept
+            else:
+                unsent.popleft()
             self.new_messages.append(message)
             self._half_sent = message
             await emit(MessageStartEvent(message=message))
@@ -194,6 +263,7 @@ class LoopController:
                     first_turn = False
                 else:
                     self._turn_open = True
+                    self._turn_index += 1
                     await emit(TurnStartEvent())
                 await self._send_unsent()
                 message = await self._stream_assistant()
@@ -238,17 +308,33 @@ class LoopController:
 
     # ------------------------------------------------------------------ LLM call
 
-    async def _llm_context(self) -> Context:
+    async def _llm_context(self) -> tuple[Context, StreamOptions]:
         config = self._config
         messages: Sequence[AgentMessage] = self._messages
         if config.transform_context is not None:
             messages = await maybe_await(config.transform_context(messages))
+        system_prompt = config.system_prompt
+        tools = config.provider_tools
+        options = config.options
+        if config.prepare_request is not None:
+            draft = await config.prepare_request(
+                RequestDraft(
+                    system_prompt=system_prompt,
+                    tools=tuple(tools or ()),
+                    messages=tuple(messages),
+                    options=options,
+                    turn_index=self._turn_index,
+                    request_index=self._request_index,
+                )
+            )
+            system_prompt = draft.system_prompt
+            tools = draft.tools or None
+            options = draft.options
+            messages = draft.messages + draft.uncached
+        self._request_index += 1
         llm_messages = await maybe_await(config.convert_to_llm(messages))
-        return Context(
-            system_prompt=config.system_prompt,
-            messages=llm_messages,
-            tools=config.provider_tools,
-        )
+        context = Context(system_prompt=system_prompt, messages=llm_messages, tools=tools)
+        return context, options
 
     async def _stream_assistant(self) -> AssistantMessage:
         config = self._config
@@ -258,8 +344,10 @@ class LoopController:
         self._assistant = None
         self._runner = None
         self._tool_results = []
-        context = await self._llm_context()
-        options = config.options
+        try:
+            context, options = await self._llm_context()
+        except RequestRejected as exc:
+            return await self._end_assistant(error_message(config.model, exc.reason))
         if config.get_api_key is not None:
             key = await maybe_await(config.get_api_key(config.model.provider))
             if key:
@@ -286,15 +374,32 @@ class LoopController:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()
         self._stream = None
+        return await self._end_assistant(final)
+
+    async def _end_assistant(self, final: AssistantMessage) -> AssistantMessage:
+        """Finish the LLM call's message: the hook, then message_start (if owed) and _end."""
+        emit = self._emit
         self._assistant = final
         self._call = "final"
-        self._messages.append(final)
-        self.new_messages.append(final)
+        kept: AgentMessage | None = final
+        if self._config.on_message_end is not None:
+            kept = await self._config.on_message_end(final)
+        if kept is not None:
+            self.new_messages.append(kept)
+            if isinstance(kept, AssistantMessage):
+                # What the transcript holds; the epilogue closes with it too.
+                self._assistant = final = kept
+        elif not self._assistant_started:
+            self._call = "ended"  # dropped before anything was emitted: no events
+            return final
         if not self._assistant_started:
             self._assistant_started = True
             await emit(MessageStartEvent(message=final))
         self._call = "ended"
-        await emit(MessageEndEvent(message=final))
+        if kept is None:
+            await emit(MessageEndEvent(message=final, dropped=True))
+        else:
+            await emit(MessageEndEvent(message=kept))
         return final
 
     # ------------------------------------------------------------------ tools
@@ -304,8 +409,9 @@ class LoopController:
     ) -> tuple[list[ToolResultMessage], bool]:
         runner = self._runner = self._tool_runner(message, tool_calls)
         finalized, _steered = await runner.run_batch(tool_calls)
-        results = [item.message for item in finalized if item.message is not None]
-        self._messages.extend(results)
+        results = [
+            item.message for item in finalized if item.message is not None and not item.dropped
+        ]
         self.new_messages.extend(results)
         self._tool_results = results
         terminate = bool(finalized) and all(f.result.terminate is True for f in finalized)
@@ -330,6 +436,7 @@ class LoopController:
             mode=mode,
             before_tool_call=config.before_tool_call,
             after_tool_call=config.after_tool_call,
+            on_message_end=config.on_message_end,
         )
 
     # ------------------------------------------------------------------ abort
@@ -364,7 +471,7 @@ class LoopController:
             message, self._half_sent = self._half_sent, None
             await emit(MessageEndEvent(message=message))
         if self._turn_open:
-            await self._send_unsent()
+            await self._send_unsent(hooks=False)
             message = await self._close_call()
             results: list[ToolResultMessage] = []
             if message.stop_reason not in ("error", "aborted") and message.tool_calls():
@@ -372,7 +479,6 @@ class LoopController:
                 # (A batch that finished closed the turn without a checkpoint in between, so
                 # none of these results is in the transcript yet.)
                 results = await runner.close_aborted(message.tool_calls())
-                self._messages.extend(results)
                 self.new_messages.extend(results)
                 self._continues = True
             else:
@@ -388,7 +494,7 @@ class LoopController:
             self._assistant_started = False
             self._runner = None
             await emit(TurnStartEvent())
-            await self._send_unsent()
+            await self._send_unsent(hooks=False)
             message = await self._close_call()
             self._turn_open = False
             await emit(TurnEndEvent(message=message, tool_results=()))
@@ -400,6 +506,10 @@ class LoopController:
         emit = self._emit
         if self._call in ("final", "ended") and self._assistant is not None:
             message = self._assistant
+            if self._call == "final" and not (
+                self.new_messages and self.new_messages[-1] is message
+            ):
+                self.new_messages.append(message)  # the abort interrupted on_message_end
         else:
             stream = self._stream
             if self._call == "streaming" and stream is not None:
@@ -409,7 +519,6 @@ class LoopController:
                 self._assistant_started = False
             self._stream = None
             self._assistant = message
-            self._messages.append(message)
             self.new_messages.append(message)
         if not self._assistant_started:
             self._assistant_started = True
@@ -418,6 +527,20 @@ class LoopController:
             self._call = "ended"
             await emit(MessageEndEvent(message=message))
         return message
+
+
+def error_message(model: Model, reason: str) -> AssistantMessage:
+    """The message of an LLM call that was refused before it was sent (``stopReason: error``)."""
+    return AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=EMPTY_USAGE,
+        stop_reason="error",
+        error_message=reason,
+        timestamp=now_ms(),
+    )
 
 
 def aborted_message(model: Model) -> AssistantMessage:

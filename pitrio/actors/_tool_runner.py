@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 import trio
@@ -117,6 +117,8 @@ class Finalized:
     is_error: bool
     message: ToolResultMessage | None = None
     """The tool result message, once emitted."""
+    dropped: bool = False
+    """An ``on_message_end`` hook dropped the message (it was not emitted)."""
 
 
 @attrs.define
@@ -162,8 +164,10 @@ class ToolRunner:
         mode: ToolExecution,
         before_tool_call: BeforeToolCall | None,
         after_tool_call: AfterToolCall | None,
+        on_message_end: Callable[[AgentMessage], Awaitable[AgentMessage | None]] | None = None,
     ) -> None:
         self._assistant = assistant_message
+        self._on_message_end = on_message_end
         self._tools = {tool.name: tool for tool in tools}
         self._messages = messages
         self._emit = emit
@@ -373,7 +377,16 @@ class ToolRunner:
         finalized = slot.finalized
         assert finalized is not None
         if finalized.message is None:
-            finalized.message = tool_result_message(finalized)
+            message = tool_result_message(finalized)
+            if self._on_message_end is not None:
+                kept = await self._on_message_end(message)
+                if kept is None:
+                    finalized.dropped = True
+                    slot.message_started = slot.message_ended = True
+                    return
+                # A hook may hand back any AgentMessage; the transcript takes it as it is.
+                message = cast(ToolResultMessage, kept)
+            finalized.message = message
         if not slot.message_started:
             slot.message_started = True
             await self._emit(MessageStartEvent(message=finalized.message))
@@ -401,6 +414,7 @@ class ToolRunner:
     def set_emit(self, emit: Emit) -> None:
         """Emit through ``emit`` from now on (the abort epilogue's undelivered second pass)."""
         self._emit = emit
+        self._on_message_end = None
 
     async def close_aborted(self, tool_calls: Sequence[ToolCall]) -> list[ToolResultMessage]:
         """Emit the events an aborted batch still owes; return every call's result message.
@@ -409,13 +423,15 @@ class ToolRunner:
         that finished keep their results; calls cancelled mid-execution or never started get
         ``Tool execution was aborted``. Events already emitted are not repeated.
         """
+        self._on_message_end = None  # the epilogue runs no hooks
         if not self._slots:  # aborted before the batch started
             self._slots = [_Slot(call) for call in tool_calls]
         messages: list[ToolResultMessage] = []
         for slot in self._slots:
             await self._skip(slot, ABORTED_TOOL_MESSAGE)
-            assert slot.finalized is not None and slot.finalized.message is not None
-            messages.append(slot.finalized.message)
+            assert slot.finalized is not None
+            if slot.finalized.message is not None and not slot.finalized.dropped:
+                messages.append(slot.finalized.message)
         return messages
 
 
