@@ -1,0 +1,476 @@
+"""``pitrio load``: many scripted conversations at once, measured.
+
+N sessions, each a scripted conversation (``prompts`` prompts; with ``tool_call`` every
+prompt makes the model call the ``echo`` tool once before answering, as in pi's benchmark
+scenarios), started at ``ramp`` sessions per second (0: all together, as pi's scenario 3:
+every session is created first, then every prompt is sent at once). The model is the faux
+provider paced at ``tokens_per_second`` with a ``answer_chars``-character answer, or a real
+OpenAI-compatible server (``base_url``). The sessions run in this process
+(:class:`InprocTarget`) or in a running ``pitrio serve`` reached over websockets
+(:class:`~pitrio.host._load_ws.WsTarget`).
+
+Structure: one nursery holds everything: the session runners, the sessions they serve, the
+collector, the RSS sampler, the loop-lag monitor and the progress line. Runners send one
+:class:`~pitrio.host._load_report.PromptResult` per prompt through a bounded channel to the
+collector; when every runner has closed its clone of the channel the collector returns and the
+run is over. Time is :func:`trio.current_time` throughout, so under ``MockClock`` the figures
+are exact.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Final, Protocol, TextIO
+
+import attrs
+import orjson
+import trio
+
+from pitrio.host._load_measure import (
+    LagMonitor,
+    RssSampler,
+    current_rss_bytes,
+    peak_rss_bytes,
+    reset_peak_rss,
+)
+from pitrio.host._load_report import (
+    LoadTally,
+    ProgressLine,
+    PromptObserver,
+    PromptResult,
+    distribution_fields,
+    environment,
+)
+from pitrio.host._load_script import (
+    BENCH_CWD,
+    ECHO_ARGUMENTS,
+    LoadSessionFactory,
+    ServedSession,
+    endless,
+    make_text,
+    prompt_text,
+    register_bench_faux,
+    tool_then_text,
+)
+from pitrio.providers import Model, ProviderRegistry, open_http_client, register_builtin_providers
+from pitrio.sessions import SessionManager
+
+RESULT_BUFFER: Final = 256
+"""Prompt results waiting for the collector. It does O(tokens) work per result, far less than
+producing them cost, so the buffer only absorbs bursts (every session finishing at once)."""
+RSS_INTERVAL: Final = 0.025
+"""pi's scenario 3 samples the RSS every 25 ms."""
+LAG_RESOLUTION: Final = 0.010
+"""pi's scenario 3 measures the event-loop delay with a 10 ms resolution."""
+SETTLE_S: Final = 0.1
+"""pi's scenario 3 waits 100 ms after the warm-up (and a GC) before taking the baseline RSS."""
+PLACEHOLDER_API_KEY: Final = "pitrio-load"
+"""Sent to an OpenAI-compatible server when no key is configured (local servers ignore it)."""
+
+
+@attrs.frozen(kw_only=True)
+class LoadConfig:
+    """What ``pitrio load`` runs (every field is a command-line option)."""
+
+    sessions: int = 10
+    """How many sessions (conversations)."""
+    prompts: int = 1
+    """Prompts per session, one after the other."""
+    answer_chars: int = 400
+    """Characters of the faux model's final answer (100 tokens of 4 characters for 400)."""
+    tool_call: bool = True
+    """Every prompt makes the model call ``echo`` once, then answer (pi's response script)."""
+    tokens_per_second: float | None = 50.0
+    """The faux model's pace (None or 0: unpaced). With a real server: the pace to subtract
+    from the gaps between tokens (None: report the plain gaps)."""
+    ramp: float = 0.0
+    """Sessions started per second; 0 starts them all together (created first, then every
+    prompt sent at once)."""
+    warmup: int = 0
+    """In-process: sessions that run one prompt before measuring (pi's scenario 3: 5)."""
+    timeout: float = 600.0
+    """Seconds after which the run stops; unfinished sessions count as ``timeout`` errors."""
+    target: str = "inproc"
+    """``inproc``, or ``ws://HOST:PORT`` of a running ``pitrio serve``."""
+    token: str | None = None
+    """The host's bearer token (websocket target)."""
+    base_url: str | None = None
+    """An OpenAI-compatible server (``.../v1``) instead of the faux model (in-process)."""
+    model: str | None = None
+    """The server's model id (with ``base_url``); for a websocket target, ``provider/id``
+    passed to ``create_session``."""
+    api_key_env: str | None = None
+    """The environment variable holding the server's API key (default: ``OPENAI_API_KEY``)."""
+    session_dir: str | None = None
+    """In-process: write session files here (``"temp"``: a temporary directory, removed
+    afterwards); None keeps sessions in memory, as pi's scenario 3."""
+    fail_every: int = 0
+    """Faux: the answers of every k-th session end with an error (exercises error counting)."""
+    preset: str | None = None
+    """The preset these values came from (reported)."""
+
+    @property
+    def paced(self) -> float | None:
+        """The pace in tokens/s, or None when unpaced."""
+        return self.tokens_per_second if self.tokens_per_second else None
+
+
+LOAD_PRESETS: Final[Mapping[str, Mapping[str, Any]]] = {
+    # pi's scenarios/concurrent_sessions.mjs --n=5000 (its defaults: --tps=50 --answerChars=400):
+    # 5 warm-up sessions, N in-memory sessions created first, then one prompt each, all at once;
+    # every prompt is an echo call (6 deltas) and a 400-character answer (100 deltas).
+    "pi-scenario-3": {
+        "sessions": 5000,
+        "prompts": 1,
+        "answer_chars": 400,
+        "tool_call": True,
+        "tokens_per_second": 50.0,
+        "ramp": 0.0,
+        "warmup": 5,
+        "timeout": 600.0,
+    },
+    # A few seconds: 20 sessions ramped in over a second, two prompts each, short answers.
+    "smoke": {
+        "sessions": 20,
+        "prompts": 2,
+        "answer_chars": 80,
+        "tool_call": True,
+        "tokens_per_second": 100.0,
+        "ramp": 20.0,
+        "warmup": 0,
+        "timeout": 60.0,
+    },
+}
+"""Named configurations (``--preset``); explicit options override their values."""
+
+
+def ideal_latency(config: LoadConfig) -> float | None:
+    """Seconds one faux prompt takes with zero overhead: one pacing delay per delta (pi's
+    ``idealMs``); None when unpaced or not faux."""
+    tps = config.paced
+    if tps is None or config.base_url is not None:
+        return None
+
+    def delays(n: int) -> float:
+        return sum(math.ceil(min(4, n - i * 4) / 4) / tps for i in range(math.ceil(n / 4)))
+
+    answer = delays(config.answer_chars)
+    return answer + delays(len(orjson.dumps(ECHO_ARGUMENTS))) if config.tool_call else answer
+
+
+class StartGate:
+    """Holds every session's first prompt until all sessions exist (all-at-once start)."""
+
+    def __init__(self, sessions: int, hold: bool) -> None:
+        self.waiting = sessions
+        self.hold = hold
+        self.ready = trio.Event()
+        self.go = trio.Event()
+        if sessions == 0:
+            self.ready.set()
+
+    def arrived(self) -> None:
+        """One session exists (or failed to come into existence)."""
+        self.waiting -= 1
+        if self.waiting <= 0:
+            self.ready.set()
+
+    async def wait(self) -> None:
+        """Return when this session may send its first prompt."""
+        if self.hold:
+            await self.go.wait()
+
+
+@attrs.define(slots=True, eq=False)
+class RunContext:
+    """What every session runner needs."""
+
+    config: LoadConfig
+    tally: LoadTally
+    nursery: trio.Nursery
+    gate: StartGate
+
+
+class Target(Protocol):
+    """Where the sessions run: in this process or in a websocket host."""
+
+    def open(self) -> AbstractAsyncContextManager[None]:
+        """Set up for the run (a shared HTTP client, a temporary directory)."""
+        ...
+
+    async def warm_up(self, nursery: trio.Nursery) -> None:
+        """Run the warm-up sessions, if any."""
+        ...
+
+    async def host_metrics(self) -> dict[str, float] | None:
+        """The host's ``/metrics`` gauges, if it has some."""
+        ...
+
+    async def run_session(
+        self, index: int, ctx: RunContext, results: trio.MemorySendChannel[PromptResult]
+    ) -> None:
+        """Run session ``index``'s conversation, sending a result per prompt; close
+        ``results`` at the end."""
+        ...
+
+
+# --------------------------------------------------------------------------- in process
+
+
+class InprocTarget:
+    """AgentSessions in this process, served in the run's nursery."""
+
+    def __init__(self, config: LoadConfig) -> None:
+        self.config = config
+        self.session_dir: str | None = None
+        self._temp_dir: str | None = None
+        if config.base_url is None:
+            faux, registry = register_bench_faux(tokens_per_second=config.paced)
+            respond = tool_then_text(
+                make_text(config.answer_chars),
+                tool_call=config.tool_call,
+                fail_every=config.fail_every,
+            )
+            faux.set_responses([endless(faux, respond)])
+            model = faux.get_model()
+            assert model is not None  # the faux provider always has faux-1
+            self.factory = LoadSessionFactory(registry, model, models=faux.models)
+        else:
+            registry = ProviderRegistry()
+            register_builtin_providers(registry)
+            model = Model(
+                id=config.model or "default",
+                name=config.model or "default",
+                api="openai-completions",
+                provider="openai-compatible",
+                base_url=config.base_url,
+                context_window=128_000,
+                max_tokens=16_384,
+            )
+            key = os.environ.get(config.api_key_env or "OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+            self.factory = LoadSessionFactory(registry, model, get_api_key=lambda _: key)
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[None]:
+        directory = self.config.session_dir
+        if directory == "temp":
+            directory = self._temp_dir = tempfile.mkdtemp(prefix="pitrio-load-")
+        self.session_dir = directory
+        try:
+            if self.config.base_url is None:
+                yield
+            else:
+                # One connection pool for every session; no cap below the session count.
+                async with open_http_client(limits=_unlimited_pool()):
+                    yield
+        finally:
+            if self._temp_dir is not None:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    def open(self) -> AbstractAsyncContextManager[None]:
+        """Create the temporary session directory and the shared HTTP client, if needed."""
+        return self._open()
+
+    def _manager(self) -> SessionManager | None:
+        if self.session_dir is None:
+            return None
+        return SessionManager.create(BENCH_CWD, self.session_dir)
+
+    async def warm_up(self, nursery: trio.Nursery) -> None:
+        """pi's warm-up: ``warmup`` sessions run one prompt together, then are disposed."""
+        if self.config.warmup <= 0:
+            return
+        warm = [await self.factory.start(nursery) for _ in range(self.config.warmup)]
+        async with trio.open_nursery() as prompts:
+            for served in warm:
+                prompts.start_soon(served.session.prompt, "warm up")
+        for served in warm:
+            await served.dispose()
+
+    async def host_metrics(self) -> dict[str, float] | None:
+        """In process there is no separate host."""
+        return None
+
+    async def run_session(
+        self, index: int, ctx: RunContext, results: trio.MemorySendChannel[PromptResult]
+    ) -> None:
+        """Create, serve and drive one AgentSession; dispose it at the end."""
+        async with results:
+            observer = PromptObserver(ctx.tally, ctx.config.paced)
+            try:
+                served = ServedSession(self.factory.create(self._manager()))
+                await ctx.nursery.start(served.serve)
+            except Exception as exc:
+                ctx.tally.error(index, f"create:{type(exc).__name__}", str(exc))
+                ctx.gate.arrived()
+                return
+            served.session.subscribe(observer.on_event)
+            ctx.tally.created += 1
+            ctx.gate.arrived()
+            await ctx.gate.wait()
+            for k in range(ctx.config.prompts):
+                observer.begin()
+                error = None
+                try:
+                    await served.session.prompt(prompt_text(index, k))
+                except Exception as exc:
+                    error = (f"exception:{type(exc).__name__}", str(exc))
+                last = k == ctx.config.prompts - 1
+                await results.send(observer.finish(index, last=last, error=error))
+            await served.dispose()
+
+
+def _unlimited_pool() -> Any:
+    import httpx
+
+    return httpx.Limits(max_connections=None, max_keepalive_connections=None)
+
+
+def make_target(config: LoadConfig) -> Target:
+    """The target ``config.target`` names."""
+    if config.target == "inproc":
+        return InprocTarget(config)
+    from pitrio.host._load_ws import WsTarget
+
+    return WsTarget(config)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+async def _launch(
+    target: Target, ctx: RunContext, send: trio.MemorySendChannel[PromptResult]
+) -> None:
+    config = ctx.config
+    start = trio.current_time()
+    async with send:
+        for index in range(config.sessions):
+            if config.ramp > 0:
+                await trio.sleep_until(start + index / config.ramp)
+            ctx.tally.started += 1
+            ctx.nursery.start_soon(target.run_session, index, ctx, send.clone())
+
+
+async def run_load(
+    config: LoadConfig,
+    *,
+    progress: TextIO | None = None,
+    progress_interval: float = 1.0,
+    target: Target | None = None,
+) -> dict[str, Any]:
+    """Run the load ``config`` describes and return the JSON summary (README: its keys).
+
+    Args:
+        config: what to run.
+        progress: where to write the live progress line (None: nowhere).
+        progress_interval: seconds between progress lines.
+        target: where the sessions run (default: the one ``config.target`` names).
+    """
+    target = target if target is not None else make_target(config)
+    tally = LoadTally(sessions=config.sessions)
+    mb = 2**20
+    async with target.open(), trio.open_nursery() as nursery:
+        await target.warm_up(nursery)
+        gc.collect()
+        await trio.sleep(SETTLE_S)
+        rss_baseline = current_rss_bytes()
+        hwm_reset = reset_peak_rss()
+        metrics_before = await target.host_metrics()
+
+        sampler = RssSampler(RSS_INTERVAL)
+        nursery.start_soon(sampler.run)
+        loop_lag = LagMonitor(LAG_RESOLUTION)
+        nursery.start_soon(loop_lag.run)
+        line = None
+        if progress is not None:
+            line = ProgressLine(
+                progress,
+                tally,
+                interval=progress_interval,
+                rss=lambda: sampler.last,
+                loop_lag_p99=loop_lag.p99,
+            )
+            nursery.start_soon(line.run)
+
+        hold = config.ramp <= 0
+        ctx = RunContext(config, tally, nursery, StartGate(config.sessions, hold))
+        send, receive = trio.open_memory_channel[PromptResult](RESULT_BUFFER)
+        collected = trio.Event()
+
+        async def collect() -> None:
+            await tally.collect(receive)
+            collected.set()
+
+        nursery.start_soon(collect)
+        started = trio.current_time()
+        create_s = None
+        prompts_from = started
+        with trio.move_on_after(config.timeout) as deadline:
+            nursery.start_soon(_launch, target, ctx, send)
+            if hold:
+                await ctx.gate.ready.wait()
+                prompts_from = trio.current_time()
+                create_s = prompts_from - started
+                ctx.gate.go.set()
+            await collected.wait()
+        ended = trio.current_time()
+        lag_fields = loop_lag.stop()
+        peak = sampler.stop()
+        if line is not None:
+            line.stop()
+        hwm = peak_rss_bytes() if hwm_reset else None
+        metrics_after = await target.host_metrics()
+        nursery.cancel_scope.cancel()
+
+    if deadline.cancelled_caught:
+        tally.timed_out()
+    wall = ended - prompts_from
+    n = max(1, config.sessions)
+    ideal = ideal_latency(config)
+    return {
+        "preset": config.preset,
+        "target": config.target,
+        "model": "faux" if config.base_url is None else f"openai-compatible {config.model}",
+        "sessions": config.sessions,
+        "prompts_per_session": config.prompts,
+        "answer_chars": config.answer_chars if config.base_url is None else None,
+        "tool_call": config.tool_call,
+        "tokens_per_second": config.paced,
+        "ramp_per_s": config.ramp,
+        "aborted": f"timeout after {config.timeout}s" if deadline.cancelled_caught else None,
+        "sessions_started": tally.started,
+        "sessions_completed": tally.sessions_completed,
+        "sessions_failed": len(tally.failed_sessions),
+        "prompts_completed": tally.prompts_completed,
+        "prompts_failed": tally.prompts_failed,
+        "create_s": None if create_s is None else round(create_s, 3),
+        "wall_s": round(wall, 3),
+        "ideal_latency_s": None if ideal is None else round(ideal, 3),
+        "sessions_per_s": round(tally.sessions_completed / wall, 3) if wall > 0 else None,
+        **distribution_fields(tally),
+        "events": tally.events,
+        "events_per_s": round(tally.events / wall, 1) if wall > 0 else None,
+        "tokens": tally.tokens,
+        "text_deltas": tally.text_deltas,
+        "tokens_per_s": round(tally.tokens / wall, 1) if wall > 0 else None,
+        "loop_lag_mean_ms": lag_fields.get("lag_mean_ms"),
+        "loop_lag_p50_ms": lag_fields.get("lag_p50_ms"),
+        "loop_lag_p99_ms": lag_fields.get("lag_p99_ms"),
+        "loop_lag_max_ms": lag_fields.get("lag_max_ms"),
+        "rss_baseline_mb": round(rss_baseline / mb, 1),
+        "peak_rss_mb": round(peak / mb, 1),
+        "peak_rss_hwm_mb": None if hwm is None else round(hwm / mb, 1),
+        "rss_per_session_kb": round((peak - rss_baseline) / 1024 / n, 1),
+        "host_metrics_before": metrics_before,
+        "host_metrics_after": metrics_after,
+        "errors": tally.errors,
+        "errors_by_kind": dict(sorted(tally.errors_by_kind.items())),
+        "error_samples": tally.error_samples,
+        "env": environment(),
+    }
