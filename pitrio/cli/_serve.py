@@ -1,12 +1,278 @@
-"""``pitrio serve``: the websocket host (docs/host-protocol.md)."""
+"""``pitrio serve``: the websocket host (docs/host-protocol.md, :mod:`pitrio.host`).
+
+Each session the host opens is built as ``pitrio --mode rpc`` builds its one session
+(:func:`~pitrio.cli._setup.build_runtime`: models, keys, settings, tools, resources), in the
+host's session folder. The host token comes from ``--token``, ``$PITRIO_HOST_TOKEN`` or the
+``host.token`` setting, else it is generated; it is printed on stderr with the address::
+
+    pitrio serve: listening on http://127.0.0.1:8765/ token=... page=http://127.0.0.1:8765/#token=...
+
+``SIGTERM`` or ``SIGINT`` drains the host (see :meth:`~pitrio.host.Host.drain`) and the
+process exits 0.
+"""
 
 from __future__ import annotations
 
+import argparse
+import functools
+import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, TextIO
+
+if TYPE_CHECKING:
+    from pitrio.host import HostConfig, OpenedSession, SessionFactory, SessionRequest
+
+TOKEN_ENV: Final = "PITRIO_HOST_TOKEN"
+"""Environment variable holding the host token."""
+TOKEN_SETTING: Final = "host.token"
+
+DESCRIPTION = """\
+Serve many sessions in one process over websockets, with a browser page at / (see
+docs/host-protocol.md). Every websocket frame is one of pitrio --mode rpc's JSON commands with
+a "session" field, plus create_session, open_session, close_session, detach_session,
+list_sessions, create_token and grant. A bearer token is required (Authorization header or
+?token=); the page's address with the token is printed at start."""
 
 
-def serve_main(argv: Sequence[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
+    from pitrio.host import DEFAULT_PORT, DRAIN_GRACE, IDLE_TIMEOUT, MAX_SESSIONS_PER_TOKEN
+
+    parser = argparse.ArgumentParser(prog="pitrio serve", description=DESCRIPTION)
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="port (0: any free one; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--token",
+        help=f"the host token (default: ${TOKEN_ENV}, the "
+        f"{TOKEN_SETTING} setting, else a generated one)",
+    )
+    parser.add_argument(
+        "--session-dir",
+        help="where sessions are created and reopened from "
+        "(default: this directory's sessions folder)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=IDLE_TIMEOUT,
+        help="close a session after this many seconds with no client and no run "
+        "(default: %(default)g)",
+    )
+    parser.add_argument(
+        "--drain-grace",
+        type=float,
+        default=DRAIN_GRACE,
+        help="seconds running turns get on SIGTERM before they are aborted (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed besides the host's own (repeatable)",
+    )
+    parser.add_argument(
+        "--max-sessions-per-token",
+        type=int,
+        default=MAX_SESSIONS_PER_TOKEN,
+        help="live sessions a client token may create (default: %(default)s)",
+    )
+    parser.add_argument("--provider", help="the sessions' provider (as pitrio --provider)")
+    parser.add_argument("--model", help="the sessions' model (as pitrio --model)")
+    parser.add_argument("--thinking", help="the sessions' thinking level")
+    return parser
+
+
+def make_session_factory(
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    provider: str | None = None,
+    model: str | None = None,
+    thinking: str | None = None,
+    warn: Callable[[str], None] = lambda message: None,
+) -> SessionFactory:
+    """A :data:`~pitrio.host.SessionFactory` building sessions as ``pitrio --mode rpc`` does.
+
+    Args:
+        cwd: the working directory of sessions created without one.
+        env: the environment (keys, agent dir, ``PITRIO_FAUX_SCRIPT``).
+        provider, model, thinking: the defaults of ``--provider``/``--model``/``--thinking``;
+            a ``create_session`` naming a model replaces them.
+        warn: told each warning found while building a session.
+    """
+    import trio
+
+    from pitrio.cli._coding import load_session_resources
+    from pitrio.cli._rpc_mode import _expand, _export_html, list_commands
+    from pitrio.cli._setup import CliArgs, CliError, build_runtime
+    from pitrio.host import OpenedSession, RpcServices
+    from pitrio.sessions import open_agent_session
+
+    @asynccontextmanager
+    async def factory(request: SessionRequest) -> AsyncIterator[OpenedSession]:
+        session_cwd = os.path.join(cwd, request.cwd) if request.cwd else cwd
+        if not await trio.to_thread.run_sync(os.path.isdir, session_cwd):
+            raise CliError(f"No such directory: {session_cwd}")
+        args = CliArgs(
+            provider=None if request.model else provider,
+            model=request.model or model,
+            thinking=request.thinking_level or thinking,
+            session=request.session_file,
+            session_dir=request.session_dir,
+        )
+        build = functools.partial(
+            build_runtime,
+            args,
+            cwd=session_cwd,
+            env=env,
+            warn=warn,
+            require_auth=False,
+            notice=warn,
+        )
+        runtime = await trio.to_thread.run_sync(build)
+        try:
+            resources = await load_session_resources(runtime.resources)
+        except BaseException:
+            runtime.session_manager.close()
+            raise
+        system_prompt = resources.build_system_prompt(list(runtime.tool_names))
+        services = RpcServices(
+            expand_input=functools.partial(_expand, resources=resources),
+            list_commands=functools.partial(list_commands, resources, runtime.resources.cwd),
+            export_html=_export_html,
+        )
+        async with open_agent_session(**runtime.session_options(system_prompt)) as session:
+            yield OpenedSession(session, services)
+
+    return factory
+
+
+def host_token(flag: str | None, env: Mapping[str, str], cwd: str) -> str | None:
+    """``--token``, else ``$PITRIO_HOST_TOKEN``, else the ``host.token`` setting."""
+    if flag:
+        return flag
+    if env.get(TOKEN_ENV):
+        return env[TOKEN_ENV]
+    from pitrio.cli._coding import AgentDirSettingsStorage, setting_value
+    from pitrio.sessions import SettingsManager
+    from pitrio.sessions.resources import resolve_agent_dirs
+
+    dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
+    settings = SettingsManager.from_storage(AgentDirSettingsStorage(cwd, dirs))
+    value = setting_value(settings, TOKEN_SETTING, str, lambda message: None)
+    return value or None
+
+
+def default_session_dir(flag: str | None, env: Mapping[str, str], cwd: str) -> str:
+    """``--session-dir``, else ``$PITRIO_CODING_AGENT_SESSION_DIR``, else the ``sessionDir``
+    setting, else this directory's folder under the agent dir's ``sessions``."""
+    from pitrio.cli._coding import AgentDirSettingsStorage
+    from pitrio.cli._setup import CliArgs, resolve_session_dir
+    from pitrio.sessions import SettingsManager, get_default_session_dir
+    from pitrio.sessions.resources import resolve_agent_dirs
+
+    dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
+    settings = SettingsManager.from_storage(AgentDirSettingsStorage(cwd, dirs))
+    chosen = resolve_session_dir(CliArgs(session_dir=flag), env, settings)
+    if chosen:
+        os.makedirs(chosen, exist_ok=True)
+        return os.path.abspath(chosen)
+    return get_default_session_dir(cwd, dirs.write_dir)
+
+
+async def run_host(factory: SessionFactory, config: HostConfig, *, err: TextIO) -> int:
+    """Serve until ``SIGTERM``/``SIGINT``, then drain; returns the exit status (0)."""
+    import trio
+
+    from pitrio.host import Host
+    from pitrio.providers import open_http_client
+
+    host = Host(factory, config)
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with open_http_client(), trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            err.write(
+                f"pitrio serve: listening on {host.url} token={host.token} page={host.page_url}\n"
+            )
+            err.flush()
+            async for received in signals:
+                err.write(f"pitrio serve: {signal.Signals(received).name}, draining\n")
+                err.flush()
+                break
+            await host.drain()
+            nursery.cancel_scope.cancel()
+    err.write("pitrio serve: stopped\n")
+    err.flush()
+    return 0
+
+
+def _configure_logging(err: TextIO) -> None:
+    import structlog
+
+    processors: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso"),
+    ]
+    if err.isatty():
+        processors.append(structlog.dev.ConsoleRenderer())
+    else:
+        processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    structlog.configure(processors=processors, logger_factory=structlog.PrintLoggerFactory(err))
+
+
+def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> int:
     """Run ``pitrio serve``; returns the exit status."""
-    sys.stderr.write("pitrio serve: not implemented yet\n")
-    return 2
+    args = _parser().parse_args(list(argv))
+    err = sys.stderr
+    environ = dict(os.environ if env is None else env)
+    cwd = os.getcwd()
+    _configure_logging(err)
+
+    import trio
+
+    from pitrio.cli._setup import CliError
+    from pitrio.host import HostConfig, HostLimits
+
+    def warn(message: str) -> None:
+        err.write(f"Warning: {message}\n")
+
+    try:
+        token = host_token(args.token, environ, cwd)
+        session_dir = default_session_dir(args.session_dir, environ, cwd)
+    except (CliError, OSError) as exc:
+        err.write(f"{exc}\n")
+        return 1
+    config = HostConfig(
+        host=args.host,
+        port=args.port,
+        token=token or "",
+        session_dir=session_dir,
+        idle_timeout=args.idle_timeout,
+        drain_grace=args.drain_grace,
+        allow_origins=tuple(args.allow_origin),
+        limits=HostLimits(max_sessions_per_token=args.max_sessions_per_token),
+    )
+    factory = make_session_factory(
+        cwd=cwd,
+        env=environ,
+        provider=args.provider,
+        model=args.model,
+        thinking=args.thinking,
+        warn=warn,
+    )
+    try:
+        return trio.run(functools.partial(run_host, factory, config, err=err))
+    except OSError as exc:
+        err.write(f"pitrio serve: {exc}\n")
+        return 1

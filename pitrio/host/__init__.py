@@ -1,4 +1,5 @@
-"""Front ends that serve sessions to other processes: pi's RPC protocol (``pitrio --mode rpc``).
+"""Front ends that serve sessions to other processes: pi's RPC protocol (``pitrio --mode rpc``)
+and the websocket host for many sessions (``pitrio serve``, :class:`Host`, :func:`open_host`).
 
 Layering: ``host`` sits on ``sessions`` (and everything below it) and is used by ``cli``; it
 never imports ``cli``.
@@ -6,6 +7,19 @@ never imports ``cli``.
 
 from __future__ import annotations
 
+from pitrio.host._host import COMMAND_BURST as COMMAND_BURST
+from pitrio.host._host import COMMANDS_PER_SECOND as COMMANDS_PER_SECOND
+from pitrio.host._host import DEFAULT_PORT as DEFAULT_PORT
+from pitrio.host._host import DRAIN_GRACE as DRAIN_GRACE
+from pitrio.host._host import IDLE_TIMEOUT as IDLE_TIMEOUT
+from pitrio.host._host import MAX_FRAME_BYTES as MAX_FRAME_BYTES
+from pitrio.host._host import MAX_SESSIONS_PER_TOKEN as MAX_SESSIONS_PER_TOKEN
+from pitrio.host._host import CommandRefused as CommandRefused
+from pitrio.host._host import HostConfig as HostConfig
+from pitrio.host._host import HostLimits as HostLimits
+from pitrio.host._host import OpenedSession as OpenedSession
+from pitrio.host._host import SessionFactory as SessionFactory
+from pitrio.host._host import SessionRequest as SessionRequest
 from pitrio.host._jsonl import MAX_LINE_BYTES as MAX_LINE_BYTES
 from pitrio.host._jsonl import JsonParseError as JsonParseError
 from pitrio.host._jsonl import LineSplitter as LineSplitter
@@ -31,8 +45,11 @@ from pitrio.host._rpc import COMMANDS_IN_FLIGHT as COMMANDS_IN_FLIGHT
 from pitrio.host._rpc import OUTPUT_BUFFER as OUTPUT_BUFFER
 from pitrio.host._rpc import RpcServer as RpcServer
 from pitrio.host._rpc import RpcServices as RpcServices
+from pitrio.host._rpc_commands import SessionCommands as SessionCommands
 from pitrio.host._rpc_types import RpcResponse as RpcResponse
 from pitrio.host._rpc_types import decode_command as decode_command
+from pitrio.host._serve import Host as Host
+from pitrio.host._serve import open_host as open_host
 
 __all__ = [
     "COMMANDS_IN_FLIGHT",
@@ -57,6 +74,7 @@ __all__ = [
     "js_json",
     "js_string",
     "make_text",
+    "open_host",
     "parse_json_line",
     "percentile",
     "register_bench_faux",

@@ -17,9 +17,18 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from pitrio.actors import AGENT_EVENT_TYPES, AgentEvent, AgentMessage
+from pitrio.actors import (
+    AGENT_EVENT_TYPES,
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentEvent,
+    AgentMessage,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
 from pitrio.codec import extra_field, wire
 from pitrio.providers import ImageContent, Model, ModelThinkingLevel
+from pitrio.sessions._bash_executor import BashResult
 from pitrio.sessions._compaction import (
     AutoCompactionEndEvent,
     AutoCompactionStartEvent,
@@ -35,6 +44,7 @@ from pitrio.sessions._entries import (
     SessionEntry,
 )
 from pitrio.sessions._retry import AutoRetryEndEvent, AutoRetryStartEvent
+from pitrio.tools.builtin import BashOperations
 
 __all__ = [
     "AGENT_SESSION_EVENT_TYPES",
@@ -43,6 +53,7 @@ __all__ = [
     "BeforeCompactResult",
     "BeforeTreeResult",
     "CompactionEventStyle",
+    "ExtensionErrorEvent",
     "ForkResult",
     "InputResult",
     "InputSource",
@@ -56,6 +67,7 @@ __all__ = [
     "SessionStartReason",
     "ThinkingLevelChangedEvent",
     "TreePreparation",
+    "UserBashResult",
 ]
 
 InputSource: TypeAlias = Literal["interactive", "rpc", "extension"]
@@ -106,8 +118,21 @@ class SessionInfoChangedEvent:
     extra: dict[str, Any] | None = extra_field()
 
 
+@wire
+@attrs.frozen(kw_only=True)
+class ExtensionErrorEvent:
+    """An extension's handler raised (pi 0.73.1's ``extension_error``); the session goes on."""
+
+    type: Literal["extension_error"] = attrs.field(default="extension_error", init=False)
+    extension_path: str
+    event: str
+    error: str
+    extra: dict[str, Any] | None = extra_field()
+
+
 AgentSessionEvent: TypeAlias = (
     AgentEvent
+    | ExtensionErrorEvent
     | QueueUpdateEvent
     | ThinkingLevelChangedEvent
     | SessionInfoChangedEvent
@@ -122,6 +147,7 @@ AgentSessionEvent: TypeAlias = (
 
 AGENT_SESSION_EVENT_TYPES: tuple[type, ...] = (
     *AGENT_EVENT_TYPES,
+    ExtensionErrorEvent,
     QueueUpdateEvent,
     ThinkingLevelChangedEvent,
     SessionInfoChangedEvent,
@@ -230,6 +256,15 @@ class BeforeTreeResult:
     label: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class UserBashResult:
+    """What ``user_bash`` decided: run the command through other ``operations`` (a remote
+    shell), or take ``result`` as the command's result without running anything."""
+
+    operations: BashOperations | None = None
+    result: BashResult | None = None
+
+
 @attrs.frozen
 class SessionSnapshot:
     """What a client whose resume cursor left the replay ring rebuilds from."""
@@ -252,6 +287,31 @@ class SessionHooks:
     Every method is awaited by the session at the named moment; the defaults do nothing.
     Returning ``None`` always means "no opinion".
     """
+
+    def attach(self, session: Any) -> None:
+        """Called once with the :class:`~pitrio.sessions.AgentSession` these hooks serve."""
+
+    async def tool_call(self, context: BeforeToolCallContext) -> BeforeToolCallResult | None:
+        """Before a tool executes (the Agent's ``before_tool_call``): block it, or not.
+
+        Contract: unlike the other hooks, an exception here is not swallowed: it becomes the
+        call's error result, so a failing permission check never lets the call through.
+        """
+        return None
+
+    async def tool_result(self, context: AfterToolCallContext) -> AfterToolCallResult | None:
+        """After a tool executed (the Agent's ``after_tool_call``): change its result."""
+        return None
+
+    async def before_provider_request(self, payload: Any, model: Model) -> Any:
+        """The provider's request body, before it is sent: a replacement (``None``: unchanged)."""
+        return None
+
+    async def user_bash(
+        self, command: str, exclude_from_context: bool, cwd: str
+    ) -> UserBashResult | None:
+        """A user shell command (pi's ``!cmd``), before it runs."""
+        return None
 
     async def on_agent_event(self, event: AgentEvent) -> None:
         """Every agent event, before the session's subscribers see it."""

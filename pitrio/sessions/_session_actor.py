@@ -213,6 +213,11 @@ class SessionActor(ModelCommands, UserBashCommands):
             steering_skips_tools=steering_skips_tools,
             registry=registry,
             record_event=self._record,
+            # The extension points of seeds 003/004 that run inside the agent's run (and so
+            # under its cancel scope): tool_call, tool_result, before_provider_request.
+            before_tool_call=self.hooks.tool_call if hooks is not None else None,
+            after_tool_call=self.hooks.tool_result if hooks is not None else None,
+            on_payload=self.hooks.before_provider_request if hooks is not None else None,
         )
         self._pending_entries = _tree.restore_state(self, model, thinking_level)
         self.agent.subscribe(self._on_agent_event)
