@@ -119,7 +119,11 @@ def _session_number(context: Context) -> int | None:
     first = next((m for m in context.messages if isinstance(m, UserMessage)), None)
     if first is None:
         return None
-    text = first.content if isinstance(first.content, str) else ""
+    content = first.content
+    if isinstance(content, str):
+        text = content
+    else:
+        text = next((b.text for b in content if isinstance(b, TextContent)), "")
     match = _SESSION_NUMBER.match(text)
     return int(match.group(1)) if match else None
 
