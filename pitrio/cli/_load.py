@@ -120,6 +120,10 @@ def build_config(args: argparse.Namespace) -> Any:
         value = getattr(args, field)
         if value is not None:
             values[field] = value
+    remote = values.get("target", "inproc") != "inproc" or values.get("base_url") is not None
+    if remote and args.tokens_per_second is None:
+        # The pace is the server's: unless told, report the plain gaps between tokens.
+        values["tokens_per_second"] = None
     return attrs.evolve(LoadConfig(**values), preset=args.preset)
 
 

@@ -154,7 +154,7 @@ def ideal_latency(config: LoadConfig) -> float | None:
     """Seconds one faux prompt takes with zero overhead: one pacing delay per delta (pi's
     ``idealMs``); None when unpaced or not faux."""
     tps = config.paced
-    if tps is None or config.base_url is not None:
+    if tps is None or config.base_url is not None or config.target != "inproc":
         return None
 
     def delays(n: int) -> float:
@@ -433,14 +433,22 @@ async def run_load(
     wall = ended - prompts_from
     n = max(1, config.sessions)
     ideal = ideal_latency(config)
+    # The answer size and the tool call are the harness's script only with its own faux model.
+    scripted = config.base_url is None and config.target == "inproc"
+    if config.target != "inproc":
+        model_name = f"host {config.model or 'default'}"
+    elif config.base_url is not None:
+        model_name = f"openai-compatible {config.model}"
+    else:
+        model_name = "faux"
     return {
         "preset": config.preset,
         "target": config.target,
-        "model": "faux" if config.base_url is None else f"openai-compatible {config.model}",
+        "model": model_name,
         "sessions": config.sessions,
         "prompts_per_session": config.prompts,
-        "answer_chars": config.answer_chars if config.base_url is None else None,
-        "tool_call": config.tool_call,
+        "answer_chars": config.answer_chars if scripted else None,
+        "tool_call": config.tool_call if scripted else None,
         "tokens_per_second": config.paced,
         "ramp_per_s": config.ramp,
         "aborted": f"timeout after {config.timeout}s" if deadline.cancelled_caught else None,

@@ -78,6 +78,10 @@ def parse_metrics(text: str) -> dict[str, float]:
     return values
 
 
+def _body(body: bytes | None) -> str:
+    return (body or b"").decode("utf-8", "replace")[:200]
+
+
 class WsTarget:
     """Sessions in a ``pitrio serve`` host, one websocket client per session."""
 
@@ -184,8 +188,12 @@ class WsTarget:
                     await self._command(ws, {"type": "close_session", "session": session})
             except HostCommandFailed as exc:
                 ctx.tally.error(index, f"host_refused:{exc.command}", exc.error)
+            except trio_websocket.ConnectionRejected as exc:
+                ctx.tally.error(index, f"ws_rejected:{exc.status_code}", _body(exc.body))
             except trio_websocket.HandshakeError as exc:
-                ctx.tally.error(index, "ws_handshake", str(exc) or type(exc).__name__)
+                # trio-websocket reports a refused or failed TCP connection as a handshake error.
+                kind = "ws_connect" if isinstance(exc.__cause__, OSError) else "ws_handshake"
+                ctx.tally.error(index, kind, str(exc.__cause__ or exc) or type(exc).__name__)
             except trio_websocket.ConnectionClosed as exc:
                 ctx.tally.error(index, "ws_closed", str(exc.reason))
             except OSError as exc:

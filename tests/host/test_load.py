@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 from typing import Any
@@ -298,3 +299,88 @@ def test_cli_fail_on_error_and_bad_target() -> None:
         [*base, "--target", "tcp://x"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2 and "--target" in bad.stderr
+
+
+# --------------------------------------------------------------------------- websocket target
+
+PITRIO_SERVE = [sys.executable, "-m", "pitrio", "serve"]
+QUIET_3x2 = ["--quiet", "--sessions", "3", "--prompts", "2"]
+HOST_ANSWER = "Hello from the host, streamed in deltas."
+
+
+def _start_host(tmp_path: Any) -> tuple[subprocess.Popen[str], str, str]:
+    """``pitrio serve --port 0`` with the faux model playing a script; its port and token."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([HOST_ANSWER] * 12))
+    env = {**os.environ, "PITRIO_FAUX_SCRIPT": str(script), "HOME": str(tmp_path)}
+    env.pop("PITRIO_HOST_TOKEN", None)
+    host = subprocess.Popen(
+        [
+            *PITRIO_SERVE,
+            "--port",
+            "0",
+            "--provider",
+            "faux",
+            "--session-dir",
+            f"{tmp_path}/sessions",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert host.stderr is not None
+    for line in host.stderr:
+        if line.startswith("pitrio serve: listening on "):
+            words = dict(w.split("=", 1) for w in line.split() if "=" in w)
+            port = line.split("http://127.0.0.1:", 1)[1].split("/", 1)[0]
+            return host, port, words["token"]
+    host.kill()
+    host.communicate()
+    raise AssertionError(f"pitrio serve did not start (exit {host.wait()})")
+
+
+def test_websocket_target_against_pitrio_serve(tmp_path: Any) -> None:
+    """``pitrio load --target ws://...`` drives sessions in a real ``pitrio serve`` process."""
+    host, port, token = _start_host(tmp_path)
+    try:
+        done = subprocess.run(
+            [*PITRIO_LOAD, "--target", f"ws://127.0.0.1:{port}", "--token", token, *QUIET_3x2],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        host.terminate()
+        # (The host logs little for three sessions: its stderr pipe cannot fill meanwhile.)
+        host.communicate(timeout=60)
+    assert host.returncode == 0
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["errors"] == 0, summary["error_samples"]
+    assert summary["sessions_completed"] == 3 and summary["prompts_completed"] == 6
+    assert summary["model"] == "host default" and summary["tokens_per_second"] is None
+    # The host may coalesce deltas for a slow client, never lose text: at most one per token.
+    assert 6 <= summary["text_deltas"] <= 6 * len(HOST_ANSWER) // 4
+    assert summary["host_metrics_after"]["pitrio_host_sessions_created_total"] == 3
+    files = list((tmp_path / "sessions").glob("*.jsonl"))
+    assert len(files) == 3
+    assert all(f.read_text().count(HOST_ANSWER) == 2 for f in files)
+
+
+def test_websocket_target_without_a_host_counts_connect_errors(tmp_path: Any) -> None:
+    """Nothing listening: every session is one ``ws_connect`` error and the run still ends."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = subprocess.run(
+        [*PITRIO_LOAD, "--target", f"ws://127.0.0.1:{port}", "--token", "t", "-q", "-n", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["errors_by_kind"] == {"ws_connect": 2}, summary["error_samples"]
+    assert summary["sessions_completed"] == 0 and summary["sessions_failed"] == 2
+    assert summary["host_metrics_before"] is None
