@@ -25,6 +25,7 @@ from pitrio.sessions._agent_session_types import BeforeAgentStartResult as Befor
 from pitrio.sessions._agent_session_types import BeforeCompactResult as BeforeCompactResult
 from pitrio.sessions._agent_session_types import BeforeTreeResult as BeforeTreeResult
 from pitrio.sessions._agent_session_types import CompactionEventStyle as CompactionEventStyle
+from pitrio.sessions._agent_session_types import ExtensionErrorEvent as ExtensionErrorEvent
 from pitrio.sessions._agent_session_types import ForkResult as ForkResult
 from pitrio.sessions._agent_session_types import InputResult as InputResult
 from pitrio.sessions._agent_session_types import ModelCycleResult as ModelCycleResult
@@ -38,6 +39,7 @@ from pitrio.sessions._agent_session_types import (
     ThinkingLevelChangedEvent as ThinkingLevelChangedEvent,
 )
 from pitrio.sessions._agent_session_types import TreePreparation as TreePreparation
+from pitrio.sessions._agent_session_types import UserBashResult as UserBashResult
 from pitrio.sessions._bash_executor import BashResult as BashResult
 from pitrio.sessions._bash_executor import (
     execute_bash_with_operations as execute_bash_with_operations,
@@ -193,6 +195,7 @@ __all__ = [
     "CustomMessage",
     "CustomMessageEntry",
     "EntryType",
+    "ExtensionErrorEvent",
     "FileEntry",
     "FileSettingsStorage",
     "FileTail",
@@ -241,6 +244,7 @@ __all__ = [
     "ThinkingLevelChangedEvent",
     "TreePreparation",
     "UnknownEntry",
+    "UserBashResult",
     "bash_execution_to_text",
     "build_session_context",
     "calculate_context_tokens",

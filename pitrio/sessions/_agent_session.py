@@ -135,6 +135,7 @@ class AgentSession(UserBashMethods):
 
     def __init__(self, **options: Any) -> None:
         self._actor = SessionActor(**options)
+        self._actor.hooks.attach(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -315,6 +316,11 @@ class AgentSession(UserBashMethods):
             from_seq=from_seq, max_buffer=max_buffer, policy=policy
         ) as subscription:
             yield subscription
+
+    async def publish(self, event: AgentSessionEvent) -> None:
+        """Give ``event`` a seq and deliver it to the subscribers (an extension's
+        ``extension_error``, reported by the extension runner)."""
+        await self._actor.emit(event)
 
     @property
     def seq(self) -> int:

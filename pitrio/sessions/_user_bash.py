@@ -85,6 +85,9 @@ class UserBashCommands:
     async def send(self, command: cmd.SessionCommand) -> None:
         raise NotImplementedError
 
+    async def hook(self, name: str, *args: Any) -> Any:
+        raise NotImplementedError
+
     @functools.cached_property
     def user_bash(self) -> UserBashState:
         """This session's running commands and kept-back messages."""
@@ -218,6 +221,19 @@ class UserBashMethods:
         Raises:
             BashExecutionError: the command could not be started (no such cwd or shell).
         """
+        # Seed 004's user_bash: an extension may run the command elsewhere (operations) or
+        # answer it outright (result, recorded as if the command had run).
+        decision = await self._actor.hook(
+            "user_bash", command, bool(exclude_from_context), self._actor.session_manager.get_cwd()
+        )
+        if decision is not None and decision.result is not None:
+            await self.record_bash_result(
+                command, decision.result, exclude_from_context=exclude_from_context
+            )
+            result: BashResult = decision.result
+            return result
+        if decision is not None and decision.operations is not None and operations is None:
+            operations = decision.operations
         request = cmd.Bash(
             command=command,
             exclude_from_context=exclude_from_context,
@@ -225,7 +241,7 @@ class UserBashMethods:
             operations=operations,
         )
         try:
-            result: BashResult = await self._call(request)
+            result = await self._call(request)
         except trio.Cancelled:
             # As prompt(): the caller's cancellation goes on once the command is gone (and
             # recorded, as cancelled).
