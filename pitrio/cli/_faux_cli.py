@@ -18,6 +18,9 @@ holds a list of responses (or ``{"responses": [...]}``); each response is
   when there is a tool call, else ``stop``.
 
 A request after the last response ends with pi's faux error ``No more faux responses queued``.
+
+``PITRIO_FAUX_TOKENS_PER_SECOND`` paces the stream (a "token" being four characters), so that a
+browser or a test can watch an answer arrive; unset or ``0``, it streams as fast as it can.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ FAUX_TOKEN_SIZE: Final = (1, 1)
 """One "token" (four characters) per delta."""
 FAUX_SCRIPT_ENV: Final = "PITRIO_FAUX_SCRIPT"
 """Environment variable naming a JSON file of scripted faux responses (module docstring)."""
+FAUX_SPEED_ENV: Final = "PITRIO_FAUX_TOKENS_PER_SECOND"
+"""Environment variable pacing the faux stream, in tokens per second (module docstring)."""
 _STOP_REASONS: Final = ("stop", "length", "toolUse", "error", "aborted")
 
 
@@ -170,8 +175,19 @@ def register_echo_faux(
     Raises:
         FauxScriptError: the script cannot be used.
     """
+    speed_text = env.get(FAUX_SPEED_ENV, "") if env is not None else ""
+    try:
+        speed = float(speed_text or 0)
+    except ValueError:
+        speed = -1.0
+    if not speed >= 0:  # also refuses NaN
+        raise FauxScriptError(FAUX_SPEED_ENV, f"not a number of tokens per second: {speed_text!r}")
     faux = register_faux_provider(
-        api=FAUX_API, provider=FAUX_PROVIDER, token_size=FAUX_TOKEN_SIZE, registry=registry
+        api=FAUX_API,
+        provider=FAUX_PROVIDER,
+        token_size=FAUX_TOKEN_SIZE,
+        tokens_per_second=speed or None,
+        registry=registry,
     )
     script = env.get(FAUX_SCRIPT_ENV) if env is not None else None
     if script:
