@@ -23,6 +23,7 @@
     token: hash.get("token") || "",
     ws: null,
     connected: false,
+    connections: 0, // sockets opened so far (the first one and every reconnect)
     attempt: 0, // reconnect attempts since the last successful connection
     retryTimer: null,
     nextId: 1,
@@ -32,6 +33,7 @@
     current: hash.get("session") || null,
     streaming: false,
     notice: "",
+    held: null, // events held back while a freshly opened session's history loads
     messages: [], // the open session's view: {message, el, open}
     tools: new Map(), // toolCallId -> {name, args, partial, result, isError, done, card}
   };
@@ -320,6 +322,16 @@
       return;
     }
     if (!f.session) return;
+    if (f.type === "session_closed") {
+      state.seq.delete(f.session);
+      if (f.session === state.current) {
+        state.current = null;
+        state.streaming = false;
+        notice("session closed");
+      }
+      refreshSessions().catch(() => {});
+      return;
+    }
     if (f.type === "snapshot") {
       state.seq.set(f.session, f.seq);
       if (f.session === state.current) {
@@ -333,7 +345,10 @@
       if (f.seq <= (state.seq.get(f.session) || 0)) return; // already seen (a replay overlap)
       state.seq.set(f.session, f.seq);
     }
-    if (f.session === state.current) applyEvent(f);
+    if (f.session === state.current) {
+      if (state.held) state.held.push(f);
+      else applyEvent(f);
+    }
     if (f.type === "agent_start" || f.type === "agent_end") refreshSessions().catch(() => {});
   }
 
@@ -371,15 +386,34 @@
     renderStatus();
   }
 
-  // Attach to `id`. Opened afresh, the host replays the session from its first event (or sends
-  // a snapshot); after a reconnect it sends only what came after our cursor. A session with no
-  // events yet may still have a history (reopened from its file): read it.
+  // Attach to `id`. After a reconnect the host sends what came after our cursor (or a
+  // snapshot). Opened afresh, the view is built from the session's messages (its file's
+  // history included); the events that arrive meanwhile are held back and applied on top,
+  // where they replace what they repeat (showMessage), so nothing is lost or doubled.
   async function attach(id) {
-    const resume = state.seq.get(id) || 0;
-    const data = await command({ type: "open_session", session: id, resume_from: resume });
-    if (id !== state.current || resume !== 0 || data.seq !== 0) return;
-    const history = await command({ type: "get_messages", session: id });
-    if (id === state.current && state.messages.length === 0) rebuild(history.messages || []);
+    if (state.seq.has(id)) {
+      await command({ type: "open_session", session: id, resume_from: state.seq.get(id) });
+      return;
+    }
+    state.held = [];
+    try {
+      const data = await command({ type: "open_session", session: id });
+      state.seq.set(id, data.seq);
+      const [history, status] = await Promise.all([
+        command({ type: "get_messages", session: id }),
+        command({ type: "get_state", session: id }),
+      ]);
+      if (id !== state.current) return;
+      rebuild(history.messages || []);
+      state.streaming = !!status.isStreaming;
+      for (const event of state.held) applyEvent(event);
+    } catch (err) {
+      state.seq.delete(id); // the view is incomplete: open afresh after a reconnect
+      throw err;
+    } finally {
+      state.held = null;
+      renderStatus();
+    }
   }
 
   async function openSession(id) {
@@ -419,6 +453,7 @@
     state.ws = ws;
     ws.addEventListener("open", () => {
       state.connected = true;
+      state.connections += 1;
       state.attempt = 0;
       notice("");
       report(refreshSessions());
