@@ -33,7 +33,7 @@ request). Send messages to a model and print the answer (-p) or every event as J
 APPEND_SYSTEM.md, skills and prompt templates, as pi builds it. Sessions are saved per working
 directory and can be continued (-c), resumed (-r) or forked (--fork).
 
-The interactive mode, extensions and themes are not available yet.
+The interactive mode and themes are not available yet.
 
 commands:
   pitrio demo              stream a scripted conversation with a tool call (no API key)
@@ -190,9 +190,14 @@ def _agent_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="(not supported yet) load an extension",
+        help="load an extension (a .py file or a package directory; repeatable)",
     )
-    add("--no-extensions", "-ne", action="store_true", help="(not supported yet)")
+    add(
+        "--no-extensions",
+        "-ne",
+        action="store_true",
+        help="do not discover extensions (explicit -e paths still load)",
+    )
     add("--theme", action="append", default=[], metavar="PATH", help="(not supported yet)")
     add("--no-themes", action="store_true", help="(not supported yet)")
     add(
@@ -253,7 +258,13 @@ def _demo_parser() -> argparse.ArgumentParser:
 
 def parse_cli_args(argv: Sequence[str]) -> CliArgs:
     """Parse the agent command's arguments (exits with status 2 on a usage error)."""
-    ns = _agent_parser().parse_intermixed_args(list(argv))
+    parser = _agent_parser()
+    ns, unknown = parser.parse_known_intermixed_args(list(argv))
+    # Options nobody knows yet may be flags an extension registers (checked after loading);
+    # anything else unknown is the usage error it always was.
+    stray = [arg for arg in unknown if not arg.startswith("--") or arg == "--"]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
     # Imported after parsing: --version and --help exit inside the parser, before the
     # providers, the catalogue and the sessions this import brings in (tests/cli/test_startup.py).
     from pitrio.cli._setup import CliArgs
@@ -291,6 +302,7 @@ def parse_cli_args(argv: Sequence[str]) -> CliArgs:
         offline=ns.offline,
         extensions=tuple(ns.extension),
         no_extensions=ns.no_extensions,
+        extension_flags=tuple(unknown),
         themes=tuple(ns.theme),
         no_themes=ns.no_themes,
     )
@@ -429,7 +441,10 @@ def run_agent_command(
         if args.resume and stdin_is_tty and read_line is not None
         else None
     )
+    from pitrio.cli._extensions import discover_resources, load_cli_extensions
+
     try:
+        runner, args = load_cli_extensions(args, cwd=cwd, env=env, err=err)
         runtime = build_runtime(
             args,
             cwd=cwd,
@@ -442,6 +457,9 @@ def run_agent_command(
     except CliError as exc:
         err.write(f"{exc}\n")
         return exc.exit_code
+    import attrs
+
+    runtime = attrs.evolve(runtime, extensions=runner)
 
     import trio
 
@@ -450,7 +468,10 @@ def run_agent_command(
     mode: PrintMode = "json" if args.mode == "json" else "text"
 
     async def run() -> int:
+        nonlocal runtime
         from pitrio.sessions import run_file_work
+
+        runtime = await discover_resources(runtime)
         from pitrio.sessions.resources import FileArgumentError, process_file_arguments
 
         file_text, images = "", cast("tuple[ImageContent, ...]", ())

@@ -34,6 +34,7 @@ from pitrio.cli._coding import (
 )
 from pitrio.cli._setup import Runtime
 from pitrio.codec import dumps
+from pitrio.extensions import open_extension_session
 from pitrio.providers import AssistantMessage, ImageContent, TextContent, open_http_client
 from pitrio.sessions import (
     AgentSession,
@@ -147,7 +148,12 @@ async def run_print_mode(
         ]
         err.write("".join(f"{line}\n" for line in startup))
     options = runtime.session_options(system_prompt)
-    async with open_http_client(), open_agent_session(**options) as session:
+    opening = (
+        open_agent_session(**options)
+        if runtime.extensions is None
+        else open_extension_session(runtime.extensions, **options)
+    )
+    async with open_http_client(), opening as session:
         lines: _JsonLines | None = None
         if mode == "json":
             lines = _JsonLines(out, session)

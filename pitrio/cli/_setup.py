@@ -134,14 +134,15 @@ class CliArgs:
     offline: bool = False
     extensions: tuple[str, ...] = ()
     no_extensions: bool = False
+    extension_flags: tuple[str, ...] = ()
+    """Options the parser did not know: flags registered by extensions (``--name``,
+    ``--name=value``), checked once the extensions are loaded."""
     themes: tuple[str, ...] = ()
     no_themes: bool = False
 
     def unsupported(self) -> list[str]:
         """The flags given for features pitrio does not have yet."""
         given = (
-            ("--extension", bool(self.extensions)),
-            ("--no-extensions", self.no_extensions),
             ("--theme", bool(self.themes)),
             ("--no-themes", self.no_themes),
         )
@@ -416,6 +417,9 @@ class Runtime:
     verbose: bool = False
     auto_resize_images: bool = True
     """pi's ``images.autoResize`` (the read tool and ``@file`` images)."""
+    extensions: Any = None
+    """The :class:`~pitrio.extensions.ExtensionRunner` the session's hooks come from (``None``:
+    no extension machinery at all)."""
 
     def session_options(self, system_prompt: str) -> dict[str, Any]:
         """Keyword arguments for :func:`~pitrio.sessions.open_agent_session`."""

@@ -129,11 +129,13 @@ def test_session_flags_and_repeated_system_prompt_appends_parse() -> None:
 
 
 def test_unknown_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    """An unknown flag exits with status 2 and the usage."""
+    """An unknown short flag exits with status 2 and the usage; an unknown ``--flag`` is kept
+    for the extensions (tests/extensions/test_cli.py: a usage error if none registers it)."""
     with pytest.raises(SystemExit) as exc:
-        parse_cli_args(["--frobnicate"])
+        parse_cli_args(["-Z"])
     assert exc.value.code == 2
     assert "usage: pitrio" in capsys.readouterr().err
+    assert parse_cli_args(["--frobnicate"]).extension_flags == ("--frobnicate",)
 
 
 def test_piped_stdin_is_joined_with_the_first_message() -> None:

@@ -1,0 +1,105 @@
+"""The command's extensions: load them, read their flags, and let them choose the session dir
+and add resources (seeds 003/004).
+
+Order at start-up: load (project, global, entry points, ``-e``; ``--no-extensions`` keeps only
+``-e``) -> the extensions' ``--flags`` -> ``session_directory`` (unless ``--session-dir``) ->
+the runtime is built -> ``resources_discover`` adds skill and prompt paths -> the session opens
+with the runner as its hooks (``session_start``).
+
+Error handling:
+    An extension that fails to load is reported on stderr (``Failed to load extension PATH:
+    ERROR``) and skipped; a handler error during the session is reported on stderr in print
+    and json modes (pi's ``Extension error (PATH): ERROR``) and as an ``extension_error``
+    event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TextIO
+
+import attrs
+import trio
+
+from pitrio.cli._errors import CliError
+from pitrio.cli._setup import CliArgs, Runtime
+from pitrio.extensions import ExtensionRunner, ExtensionUI, HeadlessUI, load_extensions
+from pitrio.sessions import ExtensionErrorEvent
+from pitrio.sessions.resources import resolve_agent_dirs
+
+__all__ = ["discover_resources", "load_cli_extensions"]
+
+
+def load_cli_extensions(
+    args: CliArgs,
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    err: TextIO,
+    ui: ExtensionUI | None = None,
+) -> tuple[ExtensionRunner, CliArgs]:
+    """Load the extensions the flags select; returns the runner and the args with the session
+    dir an extension chose.
+
+    Raises:
+        CliError: an option no extension registered (exit status 2, as a usage error).
+    """
+    dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
+    runner = ExtensionRunner(cwd=cwd, ui=ui if ui is not None else HeadlessUI(err))
+
+    async def load() -> str | None:
+        await load_extensions(
+            runner,
+            agent_dir=dirs.write_dir,
+            explicit=args.extensions,
+            no_extensions=args.no_extensions,
+        )
+        for error in runner.load_errors:
+            err.write(f"Failed to load extension {error.path}: {error.error}\n")
+        _parse_flags(runner, args.extension_flags)
+        if args.session_dir is not None:
+            return None
+        return await runner.session_directory(cwd)
+
+    session_dir = trio.run(load)
+
+    def report(error: ExtensionErrorEvent) -> None:
+        err.write(f"Extension error ({error.extension_path}): {error.error}\n")
+
+    runner.on_error(report)
+    if session_dir is not None:
+        args = attrs.evolve(args, session_dir=session_dir)
+    return runner, args
+
+
+def _parse_flags(runner: ExtensionRunner, given: tuple[str, ...]) -> None:
+    flags = runner.flags()
+    for arg in given:
+        name, has_value, value = arg[2:].partition("=")
+        flag = flags.get(name)
+        if flag is None:
+            raise CliError(f"pitrio: error: unrecognized arguments: {arg}", exit_code=2)
+        if flag.type == "boolean":
+            runner.flag_values[name] = (
+                value.lower() not in ("false", "0", "no") if has_value else True
+            )
+        elif has_value:
+            runner.flag_values[name] = value
+        else:
+            raise CliError(f"pitrio: error: --{name} needs a value (--{name}=VALUE)", exit_code=2)
+
+
+async def discover_resources(runtime: Runtime) -> Runtime:
+    """Run ``resources_discover`` and add the skill and prompt paths it returned."""
+    runner = runtime.extensions
+    if runner is None:
+        return runtime
+    found = await runner.resources_discover(runtime.resources.cwd, "startup")
+    if not found.skill_paths and not found.prompt_paths:
+        return runtime
+    resources = attrs.evolve(
+        runtime.resources,
+        skill_paths=(*runtime.resources.skill_paths, *found.skill_paths),
+        prompt_template_paths=(*runtime.resources.prompt_template_paths, *found.prompt_paths),
+    )
+    return attrs.evolve(runtime, resources=resources)
