@@ -70,6 +70,7 @@ from pitrio.sessions import (
     BranchSummaryEntry,
     CompactionEntry,
     CompactionPreparation,
+    CompactionResult,
     CustomMessage,
     ExtensionErrorEvent,
     InputResult,
@@ -650,9 +651,16 @@ class ExtensionRunner(SessionHooks):
         result = await self._before("session_before_compact", event)
         if result is None:
             return None
+        compaction = ev.field_of(result, "compaction")
+        if compaction is not None and not isinstance(compaction, CompactionResult):
+            compaction = CompactionResult(
+                summary=str(ev.field_of(compaction, "summary")),
+                first_kept_entry_id=str(ev.field_of(compaction, "first_kept_entry_id")),
+                tokens_before=int(ev.field_of(compaction, "tokens_before") or 0),
+                details=ev.field_of(compaction, "details"),
+            )
         return BeforeCompactResult(
-            cancel=bool(ev.field_of(result, "cancel")),
-            compaction=ev.field_of(result, "compaction"),
+            cancel=bool(ev.field_of(result, "cancel")), compaction=compaction
         )
 
     async def session_compact(self, entry: CompactionEntry, from_extension: bool) -> None:

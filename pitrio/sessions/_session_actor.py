@@ -3,8 +3,10 @@
 ::
 
     AgentSession.run (the session's nursery)
-     |- Persistence       one writer per session file (unless the manager already has one)
-     |- Agent.run         the agent's nursery: its command task and one task per run
+     |- Persistence       one writer per session file (unless the manager already has one;
+     |                    none in memory); its task starts with the first entry to write
+     |- Agent.run         the agent's nursery: its command task and one task per run (started
+     |                    by the first run: an idle session keeps only its own task)
      |- RetryActor        backoff between attempts; inbox RETRY_INBOX (started on first retry)
      |- SessionActor      this module: the command inbox (SESSION_INBOX), state, events
      `- jobs              prompts (run, retries, compaction after), manual compaction and moves
@@ -53,7 +55,7 @@ from pitrio.actors import (
     StreamFn,
     merge_agent_events,
 )
-from pitrio.channels import EventLog, Reply, close_inbox
+from pitrio.channels import EventLog, Mailbox, Reply, close_inbox
 from pitrio.providers import (
     AssistantMessage,
     Context,
@@ -121,6 +123,12 @@ STREAMING_NEEDS_BEHAVIOR: Final = (
     "the message."
 )
 NO_MODEL_SELECTED: Final = "No model selected. Select a model (set_model) before prompting."
+
+
+_IDLE: Final = trio.Event()
+"""The event of a session with no job: set once, shared by every idle session (an Event costs
+272 bytes; a set Event's wait() only checkpoints, so sharing it is safe)."""
+_IDLE.set()
 
 
 @attrs.define(eq=False)
@@ -191,10 +199,9 @@ class SessionActor(ModelCommands, UserBashCommands):
         self._pending_next_turn: list[AgentMessage] = []
         self._last_assistant: AssistantMessage | None = None
         self._job: _Job | None = None
-        self._idle = trio.Event()
-        self._idle.set()
+        self._idle = _IDLE  # replaced by a fresh Event when a job starts
         self._nursery: trio.Nursery | None = None
-        self._inbox: trio.MemorySendChannel[cmd.SessionCommand] | None = None
+        self._inbox: Mailbox[cmd.SessionCommand] | None = None
         self._closed = False
         self._base_system_prompt = system_prompt
         self.agent = Agent(
@@ -228,28 +235,35 @@ class SessionActor(ModelCommands, UserBashCommands):
         self, *, task_status: trio.TaskStatus[Self] = trio.TASK_STATUS_IGNORED
     ) -> NoReturn:
         """Serve the session until cancelled (see the module docstring for the task tree)."""
-        send, receive = trio.open_memory_channel[cmd.SessionCommand](SESSION_INBOX)
+        # A Mailbox, not a memory channel: an idle session waits on an empty inbox, and an
+        # empty Mailbox costs a few hundred bytes against a channel's 1.8 KB plus its waiter.
+        inbox = Mailbox[cmd.SessionCommand](max_size=SESSION_INBOX)
         persistence: Persistence | None = None
-        if self.session_manager.persistence is None:
-            persistence = Persistence(self.session_manager)
+        manager = self.session_manager
+        if manager.persistence is None and manager.is_persisted():
+            persistence = Persistence(manager)
             persistence.attach()  # a locked file is refused here, as itself
         try:
             async with trio.open_nursery() as nursery:
                 if persistence is not None:
-                    await nursery.start(persistence.run)
-                await nursery.start(self.agent.run)
+                    # Its task starts with the first entry to write (an idle session has none).
+                    persistence.start_on_demand(nursery)
+                # The agent's task starts with the first run (_drive): an idle session keeps
+                # only this task.
                 self._nursery = nursery
-                self._inbox = send
+                self._inbox = inbox
                 self._write_pending_entries()
                 await self.hook("session_start", "startup", None)
                 task_status.started(self)
-                await self._serve(receive)
+                await self._serve(inbox)
         finally:
             self._inbox = None
             self._nursery = None
             self._closed = True
-            send.close()
-            close_inbox(receive, UsageError("AgentSession is closed"))
+            close_inbox(inbox, UsageError("AgentSession is closed"))
+            self.agent.close()
+            if persistence is not None:
+                persistence.detach()
             self.log.close()
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -276,25 +290,26 @@ class SessionActor(ModelCommands, UserBashCommands):
                 else "AgentSession is closed"
             )
         try:
-            await inbox.send(command)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await inbox.put(command)
+        except trio.ClosedResourceError:
             raise UsageError("AgentSession is closed") from None
 
     def send_nowait(self, command: cmd.SessionCommand) -> None:
         """Put ``command`` into the inbox without waiting (for the synchronous setters)."""
         if self._inbox is not None:
             try:
-                self._inbox.send_nowait(command)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                self._inbox.put_nowait(command)
+            except (trio.WouldBlock, trio.ClosedResourceError):
                 log.warning("session_command_dropped", command=type(command).__name__)
 
-    async def _serve(self, inbox: trio.MemoryReceiveChannel[cmd.SessionCommand]) -> NoReturn:
-        async for command in inbox:
-            try:
-                await self._execute(command)
-            except Exception as exc:
-                command.reply.fail(unwrap_group(exc))
-        raise AssertionError("unreachable")  # pragma: no cover
+    async def _serve(self, inbox: Mailbox[cmd.SessionCommand]) -> NoReturn:
+        while True:
+            await inbox.wait_nonempty()  # only the session's finally closes the inbox
+            for command in inbox.drain():  # one at a time: what is left is failed on close
+                try:
+                    await self._execute(command)
+                except Exception as exc:
+                    command.reply.fail(unwrap_group(exc))
 
     async def _execute(self, command: cmd.SessionCommand) -> None:
         match command:
@@ -714,6 +729,8 @@ class SessionActor(ModelCommands, UserBashCommands):
     async def _drive(self, start: Callable[[], Awaitable[None]]) -> None:
         """Run the agent, then retry / compact / continue until the session settles."""
         self._last_assistant = None
+        assert self._nursery is not None
+        await self.agent.ensure_started(self._nursery)
         await start()
         while True:
             message, self._last_assistant = self._last_assistant, None

@@ -34,7 +34,7 @@ def make_faux() -> tuple[FauxProvider, ProviderRegistry]:
         api="faux",
         token_size=(64, 64),
         registry=registry,
-        models=[FauxModelDefinition(id="faux-1")],
+        models=[FauxModelDefinition(id="faux-1"), FauxModelDefinition(id="faux-2")],
     )
     return faux, registry
 
