@@ -251,6 +251,7 @@ class Agent:
         self._inbox: trio.MemorySendChannel[_StartRun] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
+        self._starting: trio.Event | None = None
         self._stream_message: StreamingMessage | None = None
         self._pending_tool_calls: frozenset[str] = frozenset()
         self._error: str | None = None
@@ -278,6 +279,36 @@ class Agent:
             self._follow_up.close()
             self._bus.close()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def ensure_started(self, nursery: trio.Nursery) -> None:
+        """Start :meth:`run` in ``nursery`` unless it runs already; concurrent callers wait
+        for the one start. For an owner that starts its agent on first use (an idle
+        AgentSession keeps no agent task): the task still lives in the owner's nursery.
+
+        Raises:
+            UsageError: the agent was closed.
+        """
+        while self._inbox is None:
+            if self._closed:
+                raise UsageError("Agent is closed")
+            starting = self._starting
+            if starting is not None:
+                await starting.wait()
+                continue
+            self._starting = starting = trio.Event()
+            try:
+                await nursery.start(self.run)
+            finally:
+                self._starting = None
+                starting.set()
+
+    def close(self) -> None:
+        """Refuse commands from now on and close the queues and the event bus (what the end of
+        :meth:`run` does, for an owner whose agent never ran); idempotent."""
+        self._closed = True
+        self._steering.close()
+        self._follow_up.close()
+        self._bus.close()
 
     async def _serve(self, inbox: trio.MemoryReceiveChannel[_StartRun]) -> NoReturn:
         """The agent's own task: execute commands one at a time, in arrival order."""

@@ -450,6 +450,7 @@ class EventLog(Generic[T]):
         "_merge",
         "_pending",
         "_ring",
+        "_ring_size",
         "_seq",
         "_snapshot",
         "_subscriptions",
@@ -469,7 +470,10 @@ class EventLog(Generic[T]):
         self._encode = encode
         self._merge = merge
         self._snapshot = snapshot
-        self._ring: deque[Sequenced[T]] = deque(maxlen=ring_size)
+        # The ring, the publishers' parking lot and the callbacks' backlog are created on first
+        # use: an idle session's log holds none of them (a deque costs 768 bytes empty).
+        self._ring: deque[Sequenced[T]] | None = None
+        self._ring_size = ring_size
         self._seq = 0
         # Both replaced, never mutated (copy-on-write), so publish iterates without copying and
         # (un)subscribing during delivery cannot disturb the iteration.
@@ -480,9 +484,10 @@ class EventLog(Generic[T]):
         # the uncontended path never calls current_task().
         self._locked = False
         self._holder: trio.lowlevel.Task | None = None
-        self._waiting_publishers = trio.lowlevel.ParkingLot()
-        # Events published by callbacks, waiting for their turn with the callbacks.
-        self._pending: deque[T] = deque()
+        self._waiting_publishers: trio.lowlevel.ParkingLot | None = None
+        # Events published by callbacks, waiting for their turn with the callbacks (rare, and
+        # few: a list).
+        self._pending: list[T] = []
         self._closed = False
 
     @property
@@ -507,14 +512,13 @@ class EventLog(Generic[T]):
     @property
     def ring_size(self) -> int:
         """How many recent events the log keeps for resuming."""
-        maxlen = self._ring.maxlen
-        assert maxlen is not None
-        return maxlen
+        return self._ring_size
 
     @property
     def oldest_seq(self) -> int:
         """The seq of the oldest event in the ring, ``seq + 1`` while the ring is empty."""
-        return self._ring[0].seq if self._ring else self._seq + 1
+        ring = self._ring
+        return ring[0].seq if ring else self._seq + 1
 
     def subscribe(self, callback: Callable[[T], Awaitable[None] | None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event published from now on.
@@ -581,7 +585,7 @@ class EventLog(Generic[T]):
             cursor = seq
         elif self.oldest_seq - 1 <= from_seq <= seq:
             cursor = from_seq
-            ring = self._ring
+            ring = self._ring or ()
             # The ring holds oldest_seq..seq without gaps: the events with seq > from_seq are
             # its last (seq - from_seq).
             replay.extend(islice(ring, len(ring) - (seq - from_seq), None))
@@ -624,6 +628,8 @@ class EventLog(Generic[T]):
             if self._holder is not None and self._holder is trio.lowlevel.current_task():
                 return await self._publish_from_callback(event)
             # Returns once the previous publisher handed the lock to us (see finally).
+            if self._waiting_publishers is None:
+                self._waiting_publishers = trio.lowlevel.ParkingLot()
             await self._waiting_publishers.park()
         else:
             self._locked = True
@@ -632,14 +638,17 @@ class EventLog(Generic[T]):
                 raise trio.ClosedResourceError("the event log was closed")
             seq = self._seq = self._seq + 1
             item = Sequenced(seq, event, self._encode)
-            self._ring.append(item)
+            ring = self._ring
+            if ring is None:
+                ring = self._ring = deque(maxlen=self._ring_size)
+            ring.append(item)
             for subscription in self._subscriptions:
                 if subscription._state == _OPEN and not subscription._offer(item):
                     await subscription._put_blocking(item)
             pending = self._pending
             if pending:  # left over by a cancelled publish: those come first
                 pending.append(event)
-                event = pending.popleft()
+                event = pending.pop(0)
             while True:
                 for entry in self._callbacks:
                     if not entry.active:
@@ -656,10 +665,11 @@ class EventLog(Generic[T]):
                         log.exception("subscriber_failed", subscriber=entry.callback)
                 if not pending:
                     return seq
-                event = pending.popleft()
+                event = pending.pop(0)
         finally:
-            if self._waiting_publishers:
-                self._waiting_publishers.unpark()  # the lock passes to it: _locked stays True
+            waiting = self._waiting_publishers
+            if waiting:
+                waiting.unpark()  # the lock passes to it: _locked stays True
             else:
                 self._locked = False
 
@@ -669,7 +679,10 @@ class EventLog(Generic[T]):
         # event (waiting for that here would wait for ourselves).
         seq = self._seq = self._seq + 1
         item = Sequenced(seq, event, self._encode)
-        self._ring.append(item)
+        ring = self._ring
+        if ring is None:
+            ring = self._ring = deque(maxlen=self._ring_size)
+        ring.append(item)
         for subscription in self._subscriptions:
             if subscription._state == _OPEN and not subscription._offer(item):
                 await subscription._put_blocking(item)
@@ -695,7 +708,7 @@ class EventLog(Generic[T]):
         return EventLogStatistics(
             seq=self._seq,
             ring_size=self.ring_size,
-            ring_length=len(self._ring),
+            ring_length=len(self._ring or ()),
             oldest_seq=self.oldest_seq,
             callbacks=len(self._callbacks),
             subscriptions=tuple(s.statistics() for s in self._subscriptions),

@@ -11,6 +11,8 @@ from typing import Generic, Protocol, TypeVar
 
 import trio
 
+from ._mailbox import Mailbox
+
 T = TypeVar("T")
 
 
@@ -73,11 +75,18 @@ class _Command(Protocol):
 C = TypeVar("C", bound=_Command)
 
 
-def close_inbox(receive: trio.MemoryReceiveChannel[C], error: BaseException) -> None:
+def close_inbox(receive: trio.MemoryReceiveChannel[C] | Mailbox[C], error: BaseException) -> None:
     """Close an actor's inbox, failing the reply of every command still in it with ``error``.
 
     For an actor's ``finally``: no sender is left waiting on a command nobody will execute.
+    The inbox is a memory channel's receiving end or a :class:`Mailbox` (an inbox that costs
+    little while empty, for actors that are mostly idle).
     """
+    if isinstance(receive, Mailbox):
+        receive.close()  # a put waiting for room raises ClosedResourceError
+        for command in receive.clear():
+            command.reply.fail(error)
+        return
     while True:
         try:
             command = receive.receive_nowait()

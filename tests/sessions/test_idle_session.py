@@ -1,0 +1,142 @@
+"""An idle AgentSession keeps one task: the agent's task and the Persistence actor's start with
+the first use, inside the session's nursery, and the laziness changes no behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+from session_script import Messages, counter_ids
+
+from pitrio._exceptions import UsageError
+from pitrio.sessions import SessionLocked, SessionManager, open_persistence
+
+from session_helpers import make_faux, open_session, reply
+
+
+def task_names() -> list[str]:
+    """The names of every task alive in this Trio run."""
+    names: list[str] = []
+    stack = [trio.lowlevel.current_root_task()]
+    while stack:
+        task = stack.pop()
+        if task is None:
+            continue
+        names.append(task.name)
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    return names
+
+
+def count(names: list[str], suffix: str) -> int:
+    return sum(name.endswith(suffix) for name in names)
+
+
+def saved_session(directory: Path) -> Path:
+    sm = SessionManager.create("/p", directory, new_id=counter_ids())
+    m = Messages(0)
+    sm.append_message(m.user("q"))
+    sm.append_message(m.assistant("a"))
+    sm.close()
+    path = sm.get_session_file()
+    assert path is not None
+    return Path(path)
+
+
+async def test_idle_session_has_no_agent_task_until_the_first_prompt() -> None:
+    """The agent's task is started by the first prompt, in the session's nursery, and stays."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("one"), reply("two")])
+    async with open_session(faux, registry) as session:
+        await trio.testing.wait_all_tasks_blocked()
+        names = task_names()
+        assert count(names, "Agent.run") == 0
+        assert count(names, "Persistence.run") == 0  # in memory: nothing to write
+        await session.prompt("hello")
+        assert count(task_names(), "Agent.run") == 1
+        await session.prompt("again")
+        assert count(task_names(), "Agent.run") == 1
+        assert [m.role for m in session.messages] == ["user", "assistant"] * 2
+
+
+async def test_agent_started_by_the_session_lives_in_the_session_nursery() -> None:
+    """Structured concurrency holds: the agent's task is a child of the session's run task."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("one")])
+    async with open_session(faux, registry) as session:
+        await session.prompt("hello")
+        parents = []
+        stack = [trio.lowlevel.current_root_task()]
+        while stack:
+            task = stack.pop()
+            for nursery in task.child_nurseries:
+                for child in nursery.child_tasks:
+                    if child.name.endswith("Agent.run"):
+                        parents.append(task.name)
+                    stack.append(child)
+        assert len(parents) == 1 and parents[0].endswith("AgentSession.run")
+
+
+async def test_closing_an_idle_session_closes_its_agent() -> None:
+    """A session closed before any prompt leaves an agent that refuses commands and queues."""
+    faux, registry = make_faux()
+    async with open_session(faux, registry) as session:
+        agent = session.agent
+    with pytest.raises(UsageError, match="closed"):
+        await agent.prompt("too late")
+    with pytest.raises(trio.ClosedResourceError):
+        agent.steer(Messages(0).user("too late"))
+    with pytest.raises(UsageError, match="closed"):
+        await session.prompt("too late")
+
+
+async def test_concurrent_first_runs_start_one_agent_task() -> None:
+    """Two callers racing to start the agent wait for one start and both find it running."""
+    faux, registry = make_faux()
+    async with open_session(faux, registry) as session:
+        agent = session.agent
+        async with trio.open_nursery() as owner:
+            async with trio.open_nursery() as racers:
+                for _ in range(3):
+                    racers.start_soon(agent.ensure_started, owner)
+            assert count(task_names(), "Agent.run") == 1
+            owner.cancel_scope.cancel()
+
+
+async def test_idle_file_session_holds_the_lock_without_a_writer_task(tmp_path: Path) -> None:
+    """A file-backed idle session locks its file at start; the writer task starts with the first
+    entry, writes every entry in order, and the lock is released when the session ends."""
+    path = saved_session(tmp_path)
+    faux, registry = make_faux()
+    faux.set_responses([reply("first answer"), reply("second answer")])
+    async with open_session(faux, registry, manager=SessionManager.open(path)) as session:
+        await session.prompt("hello")  # also records the model and thinking level
+    manager = SessionManager.open(path)
+    async with open_session(faux, registry, manager=manager) as session:
+        await trio.testing.wait_all_tasks_blocked()
+        assert count(task_names(), "Persistence.run") == 0
+        with pytest.raises(SessionLocked):
+            async with open_persistence(SessionManager.open(path)):
+                pytest.fail("a second writer started on an idle session's file")
+        await session.prompt("again")
+        assert count(task_names(), "Persistence.run") == 1
+        await manager.flush()
+    reopened = SessionManager.open(path)
+    assert [e.id for e in reopened.get_entries()] == [e.id for e in manager.get_entries()]
+    roles = [m.role for m in reopened.build_session_context().messages]
+    assert roles == ["user", "assistant"] * 3
+    async with open_persistence(SessionManager.open(path)) as persistence:
+        assert persistence.running  # the lock was released
+
+
+async def test_idle_file_session_that_never_wrote_releases_its_lock(tmp_path: Path) -> None:
+    """The lock an idle session took is released when it closes without ever writing."""
+    path = saved_session(tmp_path)
+    faux, registry = make_faux()
+    manager = SessionManager.open(path)
+    async with open_session(faux, registry, manager=manager, thinking_level="off"):
+        pass
+    assert manager.persistence is None
+    async with open_persistence(SessionManager.open(path)) as persistence:
+        assert persistence.running
