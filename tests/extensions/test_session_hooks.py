@@ -6,12 +6,11 @@ from typing import Any
 
 import trio
 import trio.testing
+from ext_helpers import Log, make_faux, make_runner, open_session, reply
 
 from pitrio.extensions import ExtensionAPI, UiBridge
 from pitrio.providers import AssistantMessage, UserMessage
 from pitrio.sessions import BashResult
-
-from ext_helpers import Log, make_faux, make_runner, open_session, reply
 
 
 async def test_session_switch_hooks_cancel_and_fire_in_order() -> None:
@@ -213,10 +212,11 @@ async def test_send_user_message_prompts_with_source_extension() -> None:
     runner = make_runner(register)
     faux, registry = make_faux()
     faux.set_responses([reply()])
+    ended = trio.Event()
     async with open_session(runner, faux, registry) as session:
+        session.subscribe(lambda event: ended.set() if event.type == "agent_end" else None)
         await session.prompt("/again x")
-        while faux.state.call_count == 0 or session.is_streaming:
-            await trio.sleep(0)
+        await ended.wait()
         await session.wait_for_idle()
     assert sources == ["extension"]
     assert isinstance(session.messages[0], UserMessage)
