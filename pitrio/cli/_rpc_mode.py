@@ -11,13 +11,18 @@ from __future__ import annotations
 import functools
 import os
 import signal
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+import attrs
 import trio
 
 from pitrio.cli._coding import expand_prompt, load_session_resources, resource_warnings
+from pitrio.cli._extensions import discover_resources
 from pitrio.cli._setup import Runtime
+from pitrio.codec import dumps
+from pitrio.extensions import UiBridge, open_extension_session
 from pitrio.host import RpcServer, RpcServices
 from pitrio.providers import open_http_client
 from pitrio.sessions import AgentSession, open_agent_session, run_file_work
@@ -89,6 +94,7 @@ async def run_rpc_mode(runtime: Runtime, *, err: TextIO) -> int:
         duplicates fds 0 and 1 for Trio's non-blocking streams (their blocking mode is
         restored when they close).
     """
+    runtime = await discover_resources(runtime)
     resources = await load_session_resources(runtime.resources)
     for warning in resource_warnings(resources):
         err.write(f"Warning: {warning}\n")
@@ -103,11 +109,14 @@ async def run_rpc_mode(runtime: Runtime, *, err: TextIO) -> int:
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
     options = runtime.session_options(system_prompt)
+    runner = runtime.extensions
     async with (
         stdin,
         stdout,
         open_http_client(),
-        open_agent_session(**options) as session,
+        open_agent_session(**options)
+        if runner is None
+        else open_extension_session(runner, **options) as session,
     ):
         with trio.open_signal_receiver(*SIGNAL_EXIT) as signals:
             async with trio.open_nursery() as nursery:
@@ -120,7 +129,12 @@ async def run_rpc_mode(runtime: Runtime, *, err: TextIO) -> int:
                         return
 
                 nursery.start_soon(on_signal)
-                await RpcServer(session, services).serve(stdin, stdout)
+                server = RpcServer(session, services)
+                ui = runner.ui if runner is not None else None
+                if isinstance(ui, UiBridge):
+                    _UI_OUTPUT[ui] = server.output
+                    nursery.start_soon(ui.run)
+                await server.serve(stdin, stdout)
                 nursery.cancel_scope.cancel()
     return status
 
@@ -138,13 +152,19 @@ def run_rpc_command(args: CliArgs, *, err: TextIO, env: Mapping[str, str], cwd: 
     def warn(message: str) -> None:
         err.write(f"Warning: {message}\n")
 
+    from pitrio.cli._extensions import load_cli_extensions
+
+    # ctx.ui speaks pi's extension-UI records once the server is up (see run_rpc_mode).
+    bridge = UiBridge(_forward_ui)
     try:
+        runner, args = load_cli_extensions(args, cwd=cwd, env=env, err=err, ui=bridge)
         runtime = build_runtime(
             args, cwd=cwd, env=env, warn=warn, require_auth=False, notice=warn_plain(err)
         )
     except CliError as exc:
         err.write(f"{exc}\n")
         return exc.exit_code
+    runtime = attrs.evolve(runtime, extensions=runner)
     try:
         return trio.run(functools.partial(run_rpc_mode, runtime, err=err))
     except BaseException as exc:
@@ -153,6 +173,17 @@ def run_rpc_command(args: CliArgs, *, err: TextIO, env: Mapping[str, str], cwd: 
             raise
         err.write(f"Error: {' '.join(str(failure).split())}\n")
         return 1
+
+
+_UI_OUTPUT: weakref.WeakKeyDictionary[UiBridge, Callable[[bytes], Awaitable[None]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each UiBridge's RPC writer (the server exists only once the session is open)."""
+
+
+async def _forward_ui(record: dict[str, Any]) -> None:
+    for output in list(_UI_OUTPUT.values()):
+        await output(dumps(record))
 
 
 def warn_plain(err: TextIO) -> Callable[[str], None]:

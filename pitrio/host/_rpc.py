@@ -171,8 +171,11 @@ class RpcServer:
             await self._respond(rpc.RpcResponse.fail(rpc.MISSING, "parse", message))
             return
         if isinstance(parsed, dict) and parsed.get("type") == "extension_ui_response":
-            # No extension asks anything yet: a response matches no pending request and is
-            # dropped, as pi drops one with an unknown id.
+            # An answer to an extension's dialog (pitrio.extensions.UiBridge, the session's
+            # ctx.ui in RPC mode); one matching no pending request is dropped, as pi does.
+            feed = getattr(getattr(self._session.hooks, "ui", None), "feed", None)
+            if callable(feed):
+                feed(parsed)
             return
         try:
             command = rpc.decode_command(parsed)
