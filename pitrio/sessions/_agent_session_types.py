@@ -43,6 +43,12 @@ from pitrio.sessions._entries import (
     CustomMessage,
     SessionEntry,
 )
+from pitrio.sessions._envelope import (
+    ContextEnvelope,
+    ContextReason,
+    ContextResult,
+    MessageEndResult,
+)
 from pitrio.sessions._retry import AutoRetryEndEvent, AutoRetryStartEvent
 from pitrio.tools.builtin import BashOperations
 
@@ -330,6 +336,21 @@ class SessionHooks:
 
     async def context(self, messages: list[AgentMessage]) -> list[AgentMessage] | None:
         """Before every LLM call: the messages to send instead (``None``: unchanged)."""
+        return None
+
+    async def context_envelope(
+        self, reason: ContextReason, envelope: ContextEnvelope
+    ) -> list[ContextResult]:
+        """Seed 001's ``context`` hook on the request's envelope: the patches to apply, in order
+        (the extension runner chains handlers, applying each patch before the next handler).
+        ``before_request`` and ``turn_end`` patches are persisted; ``ephemeral`` ones are for
+        this request only. The default returns none. (The older :meth:`context` still runs
+        first, on the transcript, before the envelope is built.)"""
+        return []
+
+    async def message_end(self, message: AgentMessage) -> MessageEndResult | None:
+        """A finished message before it is appended and persisted: ``None`` keeps it, a
+        :class:`MessageEndResult` replaces it (or, with ``message=None``, drops it)."""
         return None
 
     async def session_start(

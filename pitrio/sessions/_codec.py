@@ -11,25 +11,26 @@ Built once, here, and sealed; derived from the actors codec, which it never chan
   does not know;
 * ``AgentSessionEvent``.
 
-:func:`decode_entry` is the session loader's decoder: a direct path for well-formed message
-entries, this codec for everything else.
+:func:`decode_entry` is the session loader's decoder: this codec, whose generated structure
+functions build well-formed entries without cattrs' machinery (see :mod:`pitrio.codec`); there
+is no second decoder beside it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from pitrio.actors._codec import ACTORS_CODEC, register_agent_messages
 from pitrio.codec import WireCodec, make_codec
 from pitrio.sessions._agent_session_types import AGENT_SESSION_EVENT_TYPES, AgentSessionEvent
 from pitrio.sessions._context_ops import CONTEXT_PATCH_OP_TYPES, ContextPatchOp
 from pitrio.sessions._entries import (
+    CONTEXT_ENTRY_TYPES,
     ENTRY_TYPES,
     SESSION_MESSAGE_TYPES,
     SessionEntry,
     UnknownEntry,
-    decode_entry_fast,
 )
 
 __all__ = ["SESSIONS_CODEC", "decode_entry"]
@@ -44,7 +45,8 @@ def _build() -> WireCodec:
     register_agent_messages(codec, SESSION_MESSAGE_TYPES)
     codec.register_type(UnknownEntry, encode=lambda entry: dict(entry.data))
     codec.register_tagged_union(ContextPatchOp, "op", dict(CONTEXT_PATCH_OP_TYPES))
-    codec.register_tagged_union(SessionEntry, "type", dict(ENTRY_TYPES), fallback=_unknown_entry)
+    entry_types = {**ENTRY_TYPES, **CONTEXT_ENTRY_TYPES}
+    codec.register_tagged_union(SessionEntry, "type", entry_types, fallback=_unknown_entry)
     codec.register_tagged_union(AgentSessionEvent, "type", AGENT_SESSION_EVENT_TYPES)
     return codec.seal()
 
@@ -59,7 +61,4 @@ def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
     Raises:
         WireFormatError: the object does not have the shape of its entry type.
     """
-    entry = decode_entry_fast(data)
-    if entry is None:
-        entry = SESSIONS_CODEC.from_wire(SessionEntry, data)
-    return entry
+    return cast(SessionEntry, SESSIONS_CODEC.from_wire(SessionEntry, data))

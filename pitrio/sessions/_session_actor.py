@@ -53,6 +53,7 @@ from pitrio.actors import (
     MessageEndEvent,
     MessageStartEvent,
     StreamFn,
+    TurnEndEvent,
     merge_agent_events,
 )
 from pitrio.channels import EventLog, Mailbox, Reply, close_inbox
@@ -88,6 +89,7 @@ from pitrio.sessions._agent_session_types import (
 )
 from pitrio.sessions._codec import SESSIONS_CODEC
 from pitrio.sessions._compaction import CompactionError
+from pitrio.sessions._context_engine import install_context_engine
 from pitrio.sessions._entries import CustomMessage
 from pitrio.sessions._manager import SessionManager
 from pitrio.sessions._messages import convert_to_llm
@@ -228,6 +230,7 @@ class SessionActor(ModelCommands, UserBashCommands):
         )
         self._pending_entries = _tree.restore_state(self, model, thinking_level)
         self.agent.subscribe(self._on_agent_event)
+        self.context_engine = install_context_engine(self)  # seed 001's envelope and hooks
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -497,7 +500,7 @@ class SessionActor(ModelCommands, UserBashCommands):
     def _record(self, event: AgentEvent) -> None:
         # The agent's record_event: called before any subscriber sees the event, also for the
         # closing events of an aborted run, so the file has the entry first.
-        if type(event) is not MessageEndEvent:
+        if type(event) is not MessageEndEvent or event.dropped:
             return
         message = event.message
         manager = self.session_manager
@@ -524,6 +527,8 @@ class SessionActor(ModelCommands, UserBashCommands):
                 await self._emit_queue_update()
         await self.hook("on_agent_event", event)
         await self.emit(event)
+        if type(event) is TurnEndEvent and self.context_engine.active():
+            await self.context_engine.turn_end()
         message = event.message if isinstance(event, MessageEndEvent) else None
         if isinstance(message, AssistantMessage) and message.stop_reason != "error":
             self._compactor.overflow_recovery_attempted = False

@@ -22,8 +22,10 @@ from pitrio.sessions._entries import (
     BranchSummaryMessage,
     CompactionEntry,
     CompactionSummaryMessage,
+    ContextTransformEntry,
     CustomEntry,
     CustomMessageEntry,
+    EphemeralEntry,
     LabelEntry,
     ModelChangeEntry,
     SessionEntry,
@@ -192,6 +194,40 @@ class SessionTree:
                 id=entry_id,
                 parent_id=parent_id,
                 timestamp=timestamp,
+            )
+        )
+
+    def append_context_transform(
+        self,
+        reason: str,
+        patch: Any,
+        transformer_name: str | None = None,
+        display: Any = None,
+    ) -> str:
+        """Persist a context patch (seed 001's ``context_transform``; replayed on rebuild)."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            ContextTransformEntry(
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+                reason=reason,
+                patch=patch,
+                transformer_name=transformer_name,
+                display=display,
+            )
+        )
+
+    def append_ephemeral(self, patch: Any, transformer_name: str | None = None) -> str:
+        """Log a request-only context patch (seed 001's ``ephemeral``; never replayed)."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append_entry(
+            EphemeralEntry(
+                id=entry_id,
+                parent_id=parent_id,
+                timestamp=timestamp,
+                patch=patch,
+                transformer_name=transformer_name,
             )
         )
 

@@ -44,6 +44,7 @@ from pitrio.sessions.resources._skills import load_skills_from_dir as load_skill
 from pitrio.sessions.resources._system_prompt import BUILTIN_TOOL_PROMPTS as BUILTIN_TOOL_PROMPTS
 from pitrio.sessions.resources._system_prompt import ToolPrompt as ToolPrompt
 from pitrio.sessions.resources._system_prompt import build_system_prompt as build_system_prompt
+from pitrio.sessions.resources._system_prompt import split_system_prompt as split_system_prompt
 from pitrio.sessions.resources._system_prompt import tool_prompt_parts as tool_prompt_parts
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "parse_frontmatter",
     "process_file_arguments",
     "resolve_agent_dirs",
+    "split_system_prompt",
     "substitute_args",
     "tool_prompt_parts",
 ]

@@ -211,3 +211,38 @@ TUI API details)"""
     if "read" in tools:
         prompt += format_skills_for_prompt(skills)
     return prompt + f"\nCurrent date: {date}\nCurrent working directory: {prompt_cwd}"
+
+
+SYSTEM_PART_NAMES: Final = ("base", "project_context", "skills", "runtime")
+"""The system prompt's parts in the envelope (seed 001), in order."""
+
+_PROJECT_MARK: Final = "\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n"
+_SKILLS_MARK: Final = (
+    "\n\nThe following skills provide specialized instructions for specific tasks."
+)
+_RUNTIME_MARK: Final = "\nCurrent date: "
+
+
+def split_system_prompt(prompt: str) -> list[tuple[str, str]]:
+    """Split a prompt :func:`build_system_prompt` made into ``base``, ``project_context``,
+    ``skills`` and ``runtime`` (the date and working directory).
+
+    The parts are slices of ``prompt``, so their concatenation is ``prompt`` byte for byte,
+    whatever it holds; a section that is missing is an empty part.
+    """
+    end = len(prompt)
+    runtime = prompt.rfind(_RUNTIME_MARK)
+    if runtime < 0 or "\nCurrent working directory: " not in prompt[runtime:]:
+        runtime = end
+    project = prompt.find(_PROJECT_MARK, 0, runtime)
+    skills = prompt.rfind(_SKILLS_MARK, 0 if project < 0 else project, runtime)
+    if skills < 0:
+        skills = runtime
+    if project < 0:
+        project = skills
+    return [
+        ("base", prompt[:project]),
+        ("project_context", prompt[project:skills]),
+        ("skills", prompt[skills:runtime]),
+        ("runtime", prompt[runtime:]),
+    ]
