@@ -11,15 +11,14 @@ Built once, here, and sealed; derived from the actors codec, which it never chan
   does not know;
 * ``AgentSessionEvent``.
 
-:func:`decode_entry` is the session loader's decoder: this codec, whose generated structure
-functions build well-formed entries without cattrs' machinery (see :mod:`pitrio.codec`); there
-is no second decoder beside it.
+:func:`decode_entry` is the session loader's decoder: a direct path for well-formed message
+entries, this codec for everything else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from pitrio.actors._codec import ACTORS_CODEC, register_agent_messages
 from pitrio.codec import WireCodec, make_codec
@@ -31,6 +30,7 @@ from pitrio.sessions._entries import (
     SESSION_MESSAGE_TYPES,
     SessionEntry,
     UnknownEntry,
+    decode_entry_fast,
 )
 
 __all__ = ["SESSIONS_CODEC", "decode_entry"]
@@ -61,4 +61,7 @@ def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
     Raises:
         WireFormatError: the object does not have the shape of its entry type.
     """
-    return cast(SessionEntry, SESSIONS_CODEC.from_wire(SessionEntry, data))
+    entry = decode_entry_fast(data)
+    if entry is None:
+        entry = SESSIONS_CODEC.from_wire(SessionEntry, data)
+    return entry

@@ -30,8 +30,20 @@ import attrs
 from pitrio._exceptions import PitrioError
 from pitrio.actors import AgentMessage, ExtensionMessage
 from pitrio.codec import extra_field, wire
-from pitrio.providers import ImageContent, TextContent, UserContentBlock
 from pitrio.sessions._context_ops import ContextPatchOp, ContextTransformDisplay
+from pitrio.providers import (
+    EMPTY_USAGE,
+    AssistantMessage,
+    Cost,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserContentBlock,
+    UserMessage,
+)
 
 CURRENT_SESSION_VERSION: Final = 3
 """The session file format version pitrio writes (pi 0.73.1's ``CURRENT_SESSION_VERSION``)."""
@@ -603,3 +615,214 @@ CONTEXT_ENTRY_TYPES: Final[Mapping[str, type]] = {
 def is_assistant_entry(entry: SessionEntry) -> bool:
     """True for a ``message`` entry holding an assistant message (what ends the lazy flush)."""
     return type(entry) is SessionMessageEntry and entry.message.role == "assistant"
+
+
+# --------------------------------------------------------------------------- fast decoding
+#
+# Loading a long session decodes thousands of messages, and the generic codec path (cattrs plus
+# the wire hooks) costs about 20 µs per entry. decode_entry_fast() builds the common, well-formed
+# shapes (message entries holding user, assistant and tool-result messages with the usual
+# content blocks) directly, and hands anything else (an unknown key, an unusual type, another
+# entry or message kind) to the codec, which decodes it or reports the error. The fast path
+# only accepts objects without unknown keys, so what it builds is exactly what the codec would
+# build; tests/sessions/test_entries.py compares the two on every captured pi message.
+
+
+class _NotFast(Exception):
+    """The object is not one of the shapes the fast path builds."""
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise _NotFast
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    raise _NotFast
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise _NotFast
+    return value
+
+
+def _float(value: Any) -> float:
+    kind = type(value)
+    if kind is float:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return float(value)
+    raise _NotFast
+
+
+def _bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise _NotFast
+    return value
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _NotFast
+    return value
+
+
+_TEXT_KEYS: Final = frozenset({"type", "text", "textSignature"})
+_THINKING_KEYS: Final = frozenset({"type", "thinking", "thinkingSignature", "redacted"})
+_TOOL_CALL_KEYS: Final = frozenset({"type", "id", "name", "arguments", "thoughtSignature"})
+_IMAGE_KEYS: Final = frozenset({"type", "data", "mimeType"})
+_USAGE_KEYS: Final = frozenset(
+    {"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"}
+)
+_COST_KEYS: Final = frozenset({"input", "output", "cacheRead", "cacheWrite", "total"})
+_USER_KEYS: Final = frozenset({"role", "content", "timestamp"})
+_ASSISTANT_KEYS: Final = frozenset(
+    {
+        "role",
+        "content",
+        "api",
+        "provider",
+        "model",
+        "responseModel",
+        "responseId",
+        "usage",
+        "stopReason",
+        "errorMessage",
+        "timestamp",
+    }
+)
+_TOOL_RESULT_KEYS: Final = frozenset(
+    {"role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"}
+)
+_MESSAGE_ENTRY_KEYS: Final = frozenset({"type", "id", "parentId", "timestamp", "message"})
+_STOP_REASONS: Final = frozenset({"stop", "length", "toolUse", "error", "aborted"})
+
+
+def _text_or_image(data: Any) -> TextContent | ImageContent:
+    block = _dict(data)
+    kind = block.get("type")
+    if kind == "text" and block.keys() <= _TEXT_KEYS:
+        return TextContent(
+            text=_str(block["text"]), text_signature=_opt_str(block.get("textSignature"))
+        )
+    if kind == "image" and block.keys() <= _IMAGE_KEYS:
+        return ImageContent(data=_str(block["data"]), mime_type=_str(block["mimeType"]))
+    raise _NotFast
+
+
+def _assistant_block(data: Any) -> TextContent | ThinkingContent | ToolCall:
+    block = _dict(data)
+    kind = block.get("type")
+    if kind == "text" and block.keys() <= _TEXT_KEYS:
+        return TextContent(
+            text=_str(block["text"]), text_signature=_opt_str(block.get("textSignature"))
+        )
+    if kind == "toolCall" and block.keys() <= _TOOL_CALL_KEYS:
+        return ToolCall(
+            id=_str(block["id"]),
+            name=_str(block["name"]),
+            arguments=_dict(block["arguments"]) if "arguments" in block else {},
+            thought_signature=_opt_str(block.get("thoughtSignature")),
+        )
+    if kind == "thinking" and block.keys() <= _THINKING_KEYS:
+        redacted = block.get("redacted")
+        return ThinkingContent(
+            thinking=_str(block["thinking"]),
+            thinking_signature=_opt_str(block.get("thinkingSignature")),
+            redacted=None if redacted is None else _bool(redacted),
+        )
+    raise _NotFast
+
+
+def _usage(data: Any) -> Usage:
+    usage = _dict(data)
+    if not usage.keys() <= _USAGE_KEYS:
+        raise _NotFast
+    cost = _dict(usage["cost"]) if "cost" in usage else None
+    if cost is not None and not cost.keys() <= _COST_KEYS:
+        raise _NotFast
+    return Usage(
+        input=_int(usage.get("input", 0)),
+        output=_int(usage.get("output", 0)),
+        cache_read=_int(usage.get("cacheRead", 0)),
+        cache_write=_int(usage.get("cacheWrite", 0)),
+        total_tokens=_int(usage.get("totalTokens", 0)),
+        cost=Cost()
+        if cost is None
+        else Cost(
+            input=_float(cost.get("input", 0.0)),
+            output=_float(cost.get("output", 0.0)),
+            cache_read=_float(cost.get("cacheRead", 0.0)),
+            cache_write=_float(cost.get("cacheWrite", 0.0)),
+            total=_float(cost.get("total", 0.0)),
+        ),
+    )
+
+
+def _fast_message(data: Any) -> AgentMessage:
+    message = _dict(data)
+    role = message.get("role")
+    if role == "assistant" and message.keys() <= _ASSISTANT_KEYS:
+        content = message["content"]
+        if type(content) is not list:
+            raise _NotFast
+        stop_reason = message["stopReason"]
+        if stop_reason not in _STOP_REASONS:
+            raise _NotFast
+        return AssistantMessage(
+            content=tuple(map(_assistant_block, content)),
+            api=_str(message["api"]),
+            provider=_str(message["provider"]),
+            model=_str(message["model"]),
+            response_model=_opt_str(message.get("responseModel")),
+            response_id=_opt_str(message.get("responseId")),
+            usage=_usage(message["usage"]) if "usage" in message else EMPTY_USAGE,
+            stop_reason=stop_reason,
+            error_message=_opt_str(message.get("errorMessage")),
+            timestamp=_int(message["timestamp"]),
+        )
+    if role == "user" and message.keys() <= _USER_KEYS:
+        content = message["content"]
+        if type(content) is not str:
+            if type(content) is not list:
+                raise _NotFast
+            content = tuple(map(_text_or_image, content))
+        return UserMessage(content=content, timestamp=_int(message["timestamp"]))
+    if role == "toolResult" and message.keys() <= _TOOL_RESULT_KEYS:
+        content = message["content"]
+        if type(content) is not list:
+            raise _NotFast
+        return ToolResultMessage(
+            tool_call_id=_str(message["toolCallId"]),
+            tool_name=_str(message["toolName"]),
+            content=tuple(map(_text_or_image, content)),
+            details=message.get("details"),
+            is_error=_bool(message["isError"]),
+            timestamp=_int(message["timestamp"]),
+        )
+    raise _NotFast
+
+
+def decode_entry_fast(data: Mapping[str, Any]) -> SessionEntry | None:
+    """Build a well-formed message entry directly; ``None`` for anything else.
+
+    :func:`pitrio.sessions.decode_entry` hands what this declines to the sessions codec.
+    """
+    if type(data) is dict and data.get("type") == "message" and data.keys() <= _MESSAGE_ENTRY_KEYS:
+        try:
+            parent_id = data["parentId"]
+            if parent_id is not None and type(parent_id) is not str:
+                raise _NotFast
+            return SessionMessageEntry(
+                id=_str(data["id"]),
+                parent_id=parent_id,
+                timestamp=_str(data["timestamp"]),
+                message=_fast_message(data["message"]),
+            )
+        except (_NotFast, KeyError):
+            pass
+    return None
