@@ -36,6 +36,7 @@ __all__ = [
     "BeforeProviderRequestEvent",
     "ContextEvent",
     "ContextEventResult",
+    "ContextState",
     "InputEvent",
     "InputEventResult",
     "MessageEndEventResult",
@@ -207,6 +208,18 @@ class ContextEvent:
     envelope: Any = None
     """The ContextEnvelope (seed 001), when the session builds one."""
     extra: dict[str, Any] | None = extra_field()
+
+    @property
+    def state(self) -> ContextState:
+        """Seed 001's ``event.state``: ``state.envelope`` is :attr:`envelope`."""
+        return ContextState(envelope=self.envelope)
+
+
+@attrs.frozen
+class ContextState:
+    """What a ``context`` handler works on (seed 001's ``{envelope}``)."""
+
+    envelope: Any
 
 
 @attrs.frozen(kw_only=True)

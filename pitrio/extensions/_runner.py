@@ -9,7 +9,8 @@ moments seed 004 names, and each method runs the handlers of every extension in 
                            stops the chain and the prompt; registered ``/commands`` are
                            matched first and never reach ``input``
 ``before_agent_start``     ``system_prompt`` chains; ``message`` results accumulate
-``context``                message chain (the first handler gets a deep copy)
+``context``                once per reason; patches chain (each handler sees the
+                           envelope as patched before it); seed 004's messages too
 ``before_provider_request``payload chain (a non-``None`` return replaces the payload)
 ``tool_call``              first ``block`` wins, the rest are skipped; an exception blocks too
 ``tool_result``            ``content`` / ``details`` / ``is_error`` changes accumulate
@@ -36,10 +37,9 @@ Cancellation:
 from __future__ import annotations
 
 import copy
-import importlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any
 
 import attrs
 import structlog
@@ -80,15 +80,20 @@ from pitrio.sessions import (
     UserBashResult,
     open_agent_session,
 )
+from pitrio.sessions.envelope import (
+    ContextEnvelope,
+    ContextReason,
+    ContextResult,
+    MessageEndResult,
+    apply_patch,
+    decode_context_result,
+    decode_patch,
+    replace_messages,
+)
 
-__all__ = ["ENVELOPE_MODULE", "ExtensionRunner", "LoadError", "open_extension_session"]
+__all__ = ["ExtensionRunner", "LoadError", "open_extension_session"]
 
 log = structlog.get_logger(__name__)
-
-ENVELOPE_MODULE: Final = "pitrio.sessions._envelope"
-"""Where the ContextEnvelope of seed 001 lives (``apply_patch``, ``ContextResult``,
-``MessageEndResult``); imported when the session first asks for an envelope hook."""
-CONTEXT_OPS_MODULE: Final = "pitrio.sessions._context_ops"
 
 
 @attrs.frozen
@@ -147,7 +152,6 @@ class ExtensionRunner(SessionHooks):
         self._nursery: trio.Nursery | None = None
         self._turn_index = 0
         self._ended_messages: set[int] = set()
-        self._context_replacement: list[AgentMessage] | None = None
 
     # ------------------------------------------------------------------ registry views
 
@@ -351,72 +355,47 @@ class ExtensionRunner(SessionHooks):
 
     # ------------------------------------------------------------------ per turn
 
-    async def context(self, messages: list[AgentMessage]) -> list[AgentMessage] | None:
-        """Seed 004's ``context`` (``reason`` ``None``): a message-list chain on a deep copy."""
-        if not self.has_handlers("context"):
-            self._context_replacement = None
-            return None
-        current = copy.deepcopy(messages)
-        modified = False
-        ctx = ExtensionContext(self)
-        for ext, handler in self._handlers("context"):
-            event = ev.ContextEvent(messages=current)
-            result = await self._call(ext, "context", handler, event, ctx)
-            replaced = ev.field_of(result, "messages")
-            if replaced is not None:
-                current, modified = list(replaced), True
-        # The session builds the request's envelope from the session file, not from this list:
-        # the replacement reaches it as a request-only patch (context_envelope("ephemeral")).
-        self._context_replacement = current if modified else None
-        return current
+    async def context_envelope(
+        self, reason: ContextReason, envelope: ContextEnvelope
+    ) -> list[ContextResult]:
+        """The ``context`` event (seeds 001 and 004), once per reason: each handler gets
+        ``reason``, ``state.envelope`` as the handlers before it patched it, and ``messages``
+        (a deep copy of cached then uncached, seed 004's field).
 
-    async def context_envelope(self, reason: str, envelope: Any) -> list[Any]:
-        """Seed 001's ``context`` hook: each handler gets the envelope as patched by the
-        handlers before it (and ``messages``: cached then uncached, as seed 004's field) and
-        may return a patch (``{"patch": [...], "transformerName", "display"}`` or a
-        ``ContextResult``); a patch that fails to decode or apply is reported and skipped.
-
-        (Seed 004's message-list form, ``{"messages": [...]}``, is honoured by :meth:`context`,
-        which the session runs first with ``reason`` ``None``; here it is ignored.)
+        A handler returns a patch (``{"patch": [...], "transformerName", "display"}`` or a
+        :class:`~pitrio.sessions.envelope.ContextResult`) or, as seed 004, ``{"messages":
+        [...]}``: for ``before_request`` the messages sent on this request only (pi 0.73.1's
+        semantics: not persisted, not replayed), ignored with a debug log for the other
+        reasons. A patch that fails to decode or apply (a cached op without
+        ``invalidateCacheReason``) is reported as an ``extension_error`` and skipped: the
+        request goes out without it.
         """
         if not self.has_handlers("context"):
-            self._context_replacement = None
             return []
-        module = importlib.import_module(ENVELOPE_MODULE)
-        results: list[Any] = []
+        results: list[ContextResult] = []
         ctx = ExtensionContext(self)
         state = envelope
-        replacement = self._context_replacement if reason == "ephemeral" else None
-        if replacement is not None:
-            self._context_replacement = None
-            # Seed 004's {"messages": [...]} from the transcript pass: for this request only.
-            ops = importlib.import_module(CONTEXT_OPS_MODULE)
-            replace = module.ContextResult(
-                patch=(
-                    ops.MessagesCachedReplaceOp(
-                        messages=replacement,
-                        invalidate_cache_reason="a context handler replaced the messages",
-                    ),
-                ),
-                transformer_name="context",
-            )
-            state = module.apply_patch(state, replace.patch)
-            results.append(replace)
         for ext, handler in self._handlers("context"):
-            messages = [*state.messages.cached, *state.messages.uncached]
+            messages = copy.deepcopy([*state.messages.cached, *state.messages.uncached])
             event = ev.ContextEvent(messages=messages, reason=reason, envelope=state)
             result = await self._call(ext, "context", handler, event, ctx)
             if result is None:
                 continue
             try:
-                decoded = _context_result(module, result, ext.path)
+                decoded = _context_result(result, ext.path)
                 if decoded is None:
                     continue
-                state = module.apply_patch(state, decoded.patch)
+                if decoded.messages is not None and reason != "before_request":
+                    log.debug("context_messages_ignored", extension=ext.path, reason=reason)
+                    decoded = attrs.evolve(decoded, messages=None)
+                if decoded.messages is not None:
+                    state = replace_messages(state, decoded.messages)
+                state = apply_patch(state, decoded.patch)
             except Exception as exc:
                 await self.report_error(ext.path, "context", exc)
                 continue
-            results.append(decoded)
+            if decoded.patch or decoded.messages is not None:
+                results.append(decoded)
         return results
 
     async def message_end(self, message: AgentMessage) -> Any:
@@ -432,7 +411,7 @@ class ExtensionRunner(SessionHooks):
                     continue
                 if _drops(result):
                     self._ended_messages.discard(id(current))
-                    return _message_end_result(None, drop=True)
+                    return _message_end_result(None)
                 replacement = ev.field_of(result, "message")
                 if replacement is None:
                     continue
@@ -742,24 +721,26 @@ def _custom_message(message: Any) -> CustomMessage:
     )
 
 
-def _context_result(module: Any, result: Any, extension_path: str) -> Any:
-    """A handler's ``context`` result as the envelope module's ``ContextResult`` (``None``: no
-    patch). Ops may be wire dicts (``{"op": "messages_uncached_append", ...}``) or op objects."""
-    if isinstance(result, module.ContextResult):
+def _context_result(result: Any, extension_path: str) -> ContextResult | None:
+    """A handler's ``context`` result as a :class:`ContextResult` (``None``: nothing to do).
+    Ops may be wire dicts (``{"op": "messages_uncached_append", ...}``) or op objects."""
+    if isinstance(result, ContextResult):
         return result
     patch = ev.field_of(result, "patch")
-    if patch is None:
+    replaced = ev.field_of(result, "messages")
+    if patch is None and replaced is None:
         return None
-    items = list(patch)
-    ops = module.decode_patch(items) if all(isinstance(i, Mapping) for i in items) else items
+    items = list(patch or ())
+    ops = decode_patch(items) if all(isinstance(i, Mapping) for i in items) else items
     display = ev.field_of(result, "display")
     if isinstance(display, Mapping):
-        display = module.decode_context_result({"display": display}).display
+        display = decode_context_result({"display": display}).display
     name = ev.field_of(result, "transformer_name")
-    return module.ContextResult(
+    return ContextResult(
         patch=ops,
         transformer_name=name if isinstance(name, str) else extension_path,
         display=display,
+        messages=None if replaced is None else tuple(replaced),
     )
 
 
@@ -769,13 +750,8 @@ def _drops(result: Any) -> bool:
     return bool(getattr(result, "drop", False))
 
 
-def _message_end_result(message: AgentMessage | None, *, drop: bool = False) -> Any:
-    try:
-        module = importlib.import_module(ENVELOPE_MODULE)
-        result_type = module.MessageEndResult
-    except (ImportError, AttributeError):
-        return ev.MessageEndEventResult(message=message, drop=drop)
-    return result_type(message=message)
+def _message_end_result(message: AgentMessage | None) -> MessageEndResult:
+    return MessageEndResult(message=message)
 
 
 @asynccontextmanager

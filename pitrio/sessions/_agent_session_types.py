@@ -5,7 +5,8 @@ Events (pi 0.73.1's ``AgentSessionEvent``): every :data:`~pitrio.actors.AgentEve
 (seed 002 s.7.2's ``auto_compaction_*`` and pi 0.73.1's ``compaction_*``) and the retry events.
 
 Hooks (:class:`SessionHooks`): the points where seeds 003/004 let extensions intercept the
-session (``input``, ``before_agent_start``, ``context``, ``session_before_compact`` ...). The
+session (``input``, ``before_agent_start``, ``context_envelope``, ``session_before_compact``
+...). The
 base class does nothing; the extension layer subclasses it and hands an instance to the
 session. A hook that raises is logged and treated as if it had returned ``None``.
 """
@@ -334,18 +335,15 @@ class SessionHooks:
         """Once per prompt, after the user message is built, before the agent runs."""
         return None
 
-    async def context(self, messages: list[AgentMessage]) -> list[AgentMessage] | None:
-        """Before every LLM call: the messages to send instead (``None``: unchanged)."""
-        return None
-
     async def context_envelope(
         self, reason: ContextReason, envelope: ContextEnvelope
     ) -> list[ContextResult]:
         """Seed 001's ``context`` hook on the request's envelope: the patches to apply, in order
         (the extension runner chains handlers, applying each patch before the next handler).
         ``before_request`` and ``turn_end`` patches are persisted; ``ephemeral`` ones are for
-        this request only. The default returns none. (The older :meth:`context` still runs
-        first, on the transcript, before the envelope is built.)"""
+        this request only. A result's ``messages`` (seed 004's message-list form) replaces
+        the messages of a ``before_request`` request, for that request only. The default
+        returns none."""
         return []
 
     async def message_end(self, message: AgentMessage) -> MessageEndResult | None:

@@ -57,6 +57,7 @@ from pitrio.sessions._envelope import (
     SystemPrompt,
     ToolDefinition,
     apply_patch,
+    replace_messages,
     unknown_tool_names,
 )
 from pitrio.sessions.resources._system_prompt import split_system_prompt
@@ -225,6 +226,13 @@ class ContextEngine:
     async def _run_hook(
         self, reason: ContextReason, envelope: ContextEnvelope
     ) -> tuple[ContextEnvelope, list[ContextResult]]:
+        """Run ``context_envelope(reason)`` and apply its results in order.
+
+        A patch that does not apply (no ``invalidate_cache_reason`` on a cached op, a malformed
+        op) is skipped with a warning and the request goes out without it; the extension
+        runner has reported it as an ``extension_error`` already. Seed 004's message-list
+        replacement (``ContextResult.messages``) counts for ``before_request`` only.
+        """
         try:
             results = await self._hooks.context_envelope(reason, envelope)
         except Exception:
@@ -232,6 +240,14 @@ class ContextEngine:
             return envelope, []
         applied: list[ContextResult] = []
         for result in results or ():
+            if result.messages is not None:
+                if reason == "before_request":
+                    envelope = replace_messages(envelope, result.messages)
+                    applied.append(attrs.evolve(result, patch=()))
+                else:
+                    log.debug(
+                        "context_messages_ignored", reason=reason, name=result.transformer_name
+                    )
             if not result.patch:
                 continue
             try:
@@ -239,12 +255,17 @@ class ContextEngine:
             except ContextPatchError as exc:
                 log.warning("context_patch_rejected", reason=reason, error=str(exc))
                 continue
-            applied.append(result)
+            applied.append(attrs.evolve(result, messages=None))
         return envelope, applied
 
     def _persist(self, reason: ContextReason, results: Sequence[ContextResult]) -> None:
         manager = self._manager()
         for result in results:
+            if result.messages is not None:
+                # Seed 004's replacement is request-only (as pi 0.73.1): a small note names
+                # who replaced the messages; the messages themselves are not written.
+                manager.append_ephemeral((), _replaced_by(result.transformer_name))
+                continue
             manager.append_context_transform(
                 reason, result.patch, result.transformer_name, result.display
             )
@@ -308,6 +329,10 @@ class ContextEngine:
         return envelope
 
 
+def _replaced_by(name: str | None) -> str:
+    return f"{name or 'context'}: messages replaced for this request"
+
+
 def compaction_op(entry: CompactionEntry) -> CompactionApplyOp:
     """A legacy ``compaction`` entry read as the ``compaction_apply`` op it stands for."""
     return CompactionApplyOp(
@@ -365,10 +390,16 @@ def install_context_engine(session: Any) -> ContextEngine:
         options=options,
         meta=meta,
     )
-    has_context_hook = _overrides(hooks, "context_envelope")
+    overridden = _overrides(hooks, "context_envelope")
+    has_handlers = getattr(hooks, "has_handlers", None)
+
+    def has_context_hook() -> bool:
+        # An extension runner implements the hook for every session; it counts only when an
+        # extension listens to ``context``.
+        return overridden and (has_handlers is None or bool(has_handlers("context")))
 
     async def prepare_request(draft: RequestDraft) -> RequestDraft:
-        if not has_context_hook and not engine.has_transforms():
+        if not has_context_hook() and not engine.has_transforms():
             return draft
         return await engine.prepare_request(draft)
 
@@ -383,5 +414,5 @@ def install_context_engine(session: Any) -> ContextEngine:
     agent.prepare_request = prepare_request
     if _overrides(hooks, "message_end"):
         agent.on_message_end = on_message_end
-    engine.active = lambda: has_context_hook or engine.has_transforms()
+    engine.active = lambda: has_context_hook() or engine.has_transforms()
     return engine

@@ -17,13 +17,12 @@ drop the message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Literal, TypeAlias, cast
 
 import attrs
 
 from pitrio.actors import AgentMessage
-from pitrio.codec import WireFormatError
 from pitrio.providers import Model
 from pitrio.sessions._context_ops import (
     CACHED_OPS,
@@ -68,9 +67,7 @@ __all__ = [
     "ToolsRemoveOp",
     "ToolsReplaceOp",
     "apply_patch",
-    "decode_context_result",
-    "decode_patch",
-    "envelope_to_wire",
+    "replace_messages",
     "unknown_tool_names",
 ]
 
@@ -186,6 +183,12 @@ class ContextResult:
     patch: tuple[ContextPatchOp, ...] = attrs.field(default=(), converter=_tuple)
     transformer_name: str | None = None
     display: ContextTransformDisplay | None = None
+    messages: tuple[AgentMessage, ...] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(_tuple)
+    )
+    """Seed 004's ``{messages: [...]}``: the messages to send instead (cached and uncached),
+    for this request only (pi 0.73.1's semantics: never persisted, never replayed). Honoured
+    for ``before_request`` only; applied before :attr:`patch`."""
 
 
 @attrs.frozen(kw_only=True)
@@ -197,6 +200,15 @@ class MessageEndResult:
 
 EntryResolver: TypeAlias = Callable[[str], "int | None"]
 """Maps a session entry id to the index of its message in the cached messages (or ``None``)."""
+
+
+def replace_messages(
+    envelope: ContextEnvelope, messages: Iterable[AgentMessage]
+) -> ContextEnvelope:
+    """``envelope`` sending ``messages`` instead of its own (seed 004's message-list result):
+    they become the cached messages and the uncached tail is emptied (the list a ``context``
+    handler sees, and so returns, is cached then uncached)."""
+    return attrs.evolve(envelope, messages=ContextMessages(cached=tuple(messages)))
 
 
 def unknown_tool_names(tools: Iterable[ToolDefinition], loaded: Collection[str]) -> list[str]:
@@ -340,97 +352,3 @@ def apply_patch(
     for index, op in enumerate(ops):
         envelope = _apply_one(envelope, op, index, resolve_entry, loaded_tools)
     return envelope
-
-
-def decode_patch(data: Any) -> tuple[ContextPatchOp, ...]:
-    """Decode patch ops from their wire form (a list of camelCase JSON objects).
-
-    Raises:
-        ContextPatchError: ``data`` is not a list of ops of a known ``op`` and shape.
-    """
-    # Imported here: the sessions codec imports the session types, which import this module.
-    from pitrio.sessions._codec import SESSIONS_CODEC
-
-    if isinstance(data, Mapping) or not isinstance(data, Sequence) or isinstance(data, str):
-        raise ContextPatchError(f"a patch is a list of ops, got {type(data).__name__}")
-    ops: list[ContextPatchOp] = []
-    for index, item in enumerate(data):
-        if not isinstance(item, Mapping):
-            raise ContextPatchError("an op is a JSON object", index=index)
-        name = item.get("op")
-        if not isinstance(name, str) or name not in CONTEXT_PATCH_OP_TYPES:
-            known = ", ".join(CONTEXT_PATCH_OP_TYPES)
-            raise ContextPatchError(
-                f"unknown op {name!r} (expected one of: {known})",
-                op=name if isinstance(name, str) else None,
-                index=index,
-            )
-        try:
-            ops.append(SESSIONS_CODEC.from_wire(CONTEXT_PATCH_OP_TYPES[name], item))
-        except (WireFormatError, TypeError, ValueError, KeyError) as exc:
-            raise ContextPatchError(f"malformed: {exc}", op=name, index=index) from exc
-    return tuple(ops)
-
-
-def decode_context_result(data: Mapping[str, Any]) -> ContextResult:
-    """Decode a ``context`` handler's result from its wire form (``patch``, ``transformerName``,
-    ``display``).
-
-    Raises:
-        ContextPatchError: the patch or the display is malformed.
-    """
-    from pitrio.sessions._codec import SESSIONS_CODEC
-
-    display = data.get("display")
-    try:
-        decoded = (
-            None if display is None else SESSIONS_CODEC.from_wire(ContextTransformDisplay, display)
-        )
-    except (WireFormatError, TypeError, ValueError, KeyError) as exc:
-        raise ContextPatchError(f"malformed display: {exc}") from exc
-    name = data.get("transformerName")
-    return ContextResult(
-        patch=decode_patch(data.get("patch") or []),
-        transformer_name=name if isinstance(name, str) else None,
-        display=decoded,
-    )
-
-
-def envelope_to_wire(envelope: ContextEnvelope) -> dict[str, Any]:
-    """The envelope as JSON-ready data (camelCase), for ``/context --full`` and RPC."""
-    from pitrio.sessions._codec import SESSIONS_CODEC
-
-    to_wire = SESSIONS_CODEC.to_wire
-    meta = envelope.meta
-    options = envelope.options
-    return {
-        "system": {
-            "parts": [to_wire(part) for part in envelope.system.parts],
-            "compiled": envelope.system.compiled,
-        },
-        "tools": [to_wire(tool) for tool in envelope.tools],
-        "messages": {
-            "cached": [to_wire(m) for m in envelope.messages.cached],
-            "uncached": [to_wire(m) for m in envelope.messages.uncached],
-        },
-        "options": {
-            key: value
-            for key, value in (
-                ("reasoning", options.reasoning),
-                ("temperature", options.temperature),
-                ("maxTokens", options.max_tokens),
-            )
-            if value is not None
-        },
-        "meta": {
-            key: value
-            for key, value in (
-                ("model", None if meta.model is None else f"{meta.model.provider}/{meta.model.id}"),
-                ("limit", meta.limit),
-                ("turnIndex", meta.turn_index),
-                ("requestIndex", meta.request_index),
-                ("sessionId", meta.session_id),
-            )
-            if value is not None
-        },
-    }

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from re import Pattern
-from typing import Any, Final, Literal, NoReturn, Self, cast
+from typing import Any, Final, Literal, NoReturn, Self
 
 import attrs
 import structlog
@@ -210,7 +210,6 @@ class SessionActor(ModelCommands, UserBashCommands):
             system_prompt=system_prompt,
             tools=tools,
             convert_to_llm=self._convert_to_llm,
-            transform_context=self._transform_context if hooks is not None else None,
             get_api_key=get_api_key,
             stream_fn=stream_fn,
             session_id=session_manager.get_session_id(),
@@ -538,10 +537,6 @@ class SessionActor(ModelCommands, UserBashCommands):
         images = self.settings.get("images")
         blocked = isinstance(images, dict) and images.get("blockImages") is True
         return convert_to_llm(messages, block_images=blocked)
-
-    async def _transform_context(self, messages: Sequence[AgentMessage]) -> list[AgentMessage]:
-        changed = await self.hook("context", list(messages))
-        return list(messages) if changed is None else cast(list[AgentMessage], changed)
 
     # ------------------------------------------------------------------ session moves
 

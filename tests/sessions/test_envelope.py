@@ -27,8 +27,8 @@ from pitrio.sessions._envelope import (
     GenerationOptions,
     SystemPrompt,
     apply_patch,
-    decode_patch,
 )
+from pitrio.sessions._envelope_wire import decode_patch
 from pitrio.sessions.resources import build_system_prompt, split_system_prompt
 from tests.actors.helpers import assistant
 

@@ -273,10 +273,10 @@ async def test_abort_during_a_slow_before_agent_start_hook_is_quick(
 async def test_abort_during_a_slow_context_hook_is_quick(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """The context hook (transform_context) hanging: abort ends the run with an aborted message."""
+    """The context hook (before_request) hanging: abort ends the run with an aborted message."""
 
     class Slow(SessionHooks):
-        async def context(self, messages: Any) -> Any:
+        async def context_envelope(self, reason: Any, envelope: Any) -> Any:
             await trio.sleep_forever()
 
     faux, registry = make_faux()
