@@ -214,6 +214,13 @@ def _agent_parser() -> argparse.ArgumentParser:
         metavar="SEARCH",
         help="list the models you have keys for (with an optional fuzzy search)",
     )
+    add(
+        "--context",
+        action="store_true",
+        help="print the session's context envelope (/context) and exit, calling no model",
+    )
+    add("--full", action="store_true", help="with --context: the whole envelope")
+    add("--ephemeral", action="store_true", help="with --context: request-only hooks applied")
     return parser
 
 
@@ -265,13 +272,22 @@ def parse_cli_args(argv: Sequence[str]) -> CliArgs:
     stray = [arg for arg in unknown if not arg.startswith("--") or arg == "--"]
     if stray:
         parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    messages = list(ns.messages)
+    if ns.context:
+        # --context is the /context command in print mode (handled before any model call).
+        if messages:
+            parser.error("--context takes no message")
+        flags = [flag for flag, on in (("--full", ns.full), ("--ephemeral", ns.ephemeral)) if on]
+        messages, ns.print_mode = [" ".join(["/context", *flags])], True
+    elif ns.full or ns.ephemeral:
+        parser.error("--full and --ephemeral go with --context")
     # Imported after parsing: --version and --help exit inside the parser, before the
     # providers, the catalogue and the sessions this import brings in (tests/cli/test_startup.py).
     from pitrio.cli._setup import CliArgs
 
     return CliArgs(
-        messages=tuple(m for m in ns.messages if not m.startswith("@")),
-        file_args=tuple(m[1:] for m in ns.messages if m.startswith("@")),
+        messages=tuple(m for m in messages if not m.startswith("@")),
+        file_args=tuple(m[1:] for m in messages if m.startswith("@")),
         print_mode=ns.print_mode,
         mode=ns.mode,
         provider=ns.provider,
@@ -332,6 +348,12 @@ def build_prompts(
     one (as pi's ``buildInitialMessage`` joins them), then the other messages."""
     first = "".join(part for part in (stdin_text, file_text, *messages[:1]) if part)
     return ([first] if first else []) + list(messages[1:])
+
+
+def _only_context(messages: Sequence[str], piped: str | None) -> bool:
+    from pitrio.sessions.envelope import is_context_command
+
+    return not piped and bool(messages) and all(is_context_command(m) for m in messages)
 
 
 def pick_from_terminal(
@@ -450,7 +472,8 @@ def run_agent_command(
             cwd=cwd,
             env=env,
             warn=warn,
-            require_auth=has_input,
+            # /context alone calls no model, so it needs no key.
+            require_auth=has_input and not _only_context(args.messages, piped),
             notice=notice,
             pick=pick,
         )

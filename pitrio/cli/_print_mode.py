@@ -42,6 +42,7 @@ from pitrio.sessions import (
     AutoRetryStartEvent,
     open_agent_session,
 )
+from pitrio.sessions.envelope import context_prompt_answer, is_context_command
 
 PrintMode = Literal["text", "json"]
 
@@ -164,18 +165,36 @@ async def run_print_mode(
         else:
             # JSON mode already shows auto_retry_start events; text mode would be silent.
             session.subscribe(_RetryNotices(err).on_event)
+        context_last = False
         try:
             for index, prompt in enumerate(prompts):
                 if lines is not None and lines.reader_gone:
                     break
+                context_last = is_context_command(prompt)
+                if context_last:  # built in: answered here, never sent to the model
+                    await _print_context(session, prompt, out, lines)
+                    continue
                 text = await expand_prompt(prompt, resources)
                 await session.prompt(text, images=images if index == 0 and images else None)
         except PitrioError as exc:
             err.write(f"{exc}\n")
             return 1
-        if mode == "json":
+        if mode == "json" or context_last:
             return 0
         return _print_last_answer(session, out, err)
+
+
+async def _print_context(
+    session: AgentSession, prompt: str, out: BinaryIO, lines: _JsonLines | None
+) -> None:
+    """``/context`` in print mode: the text (text mode) or one ``{"type": "context", ...}``
+    JSON line (json mode: :func:`~pitrio.sessions.envelope.context_to_wire` plus ``text``)."""
+    answer = await context_prompt_answer(session, prompt)
+    if lines is not None:
+        lines.write(dumps({"type": "context", **answer}))
+        return
+    out.write(answer["text"].encode("utf-8", "replace"))
+    out.flush()
 
 
 def _print_last_answer(session: AgentSession, out: BinaryIO, err: TextIO) -> int:

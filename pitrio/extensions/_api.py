@@ -113,6 +113,7 @@ class Extension:
     flags: dict[str, RegisteredFlag] = attrs.Factory(dict)
     shortcuts: dict[str, RegisteredShortcut] = attrs.Factory(dict)
     message_renderers: dict[str, Callable[..., Any]] = attrs.Factory(dict)
+    context_transform_renderers: dict[str, Callable[..., Any]] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -430,6 +431,14 @@ class ExtensionAPI:
     def register_message_renderer(self, custom_type: str, renderer: Callable[..., Any]) -> None:
         """Keep a renderer for ``custom`` messages of ``custom_type`` (for front ends)."""
         self.extension.message_renderers[custom_type] = renderer
+
+    def register_context_transform_renderer(
+        self, renderer_id: str, renderer: Callable[..., Any]
+    ) -> None:
+        """Render persisted context transforms whose ``display.rendererId`` is
+        ``renderer_id`` in ``/context`` (seed 001): ``renderer(transform, options) -> str``,
+        ``transform`` the ``context_transform`` entry, ``options`` a dict (``full``)."""
+        self.extension.context_transform_renderers[renderer_id] = renderer
 
     def register_provider(
         self,

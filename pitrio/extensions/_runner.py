@@ -193,6 +193,14 @@ class ExtensionRunner(SessionHooks):
                 found.setdefault(name, flag)
         return found
 
+    def context_transform_renderers(self) -> dict[str, Any]:
+        """``/context`` renderers by id (the first extension's wins on a clash)."""
+        found: dict[str, Any] = {}
+        for ext in self.extensions:
+            for renderer_id, renderer in ext.context_transform_renderers.items():
+                found.setdefault(renderer_id, renderer)
+        return found
+
     def shortcuts(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
         for ext in self.extensions:

@@ -27,6 +27,7 @@ from pitrio.providers import (
     UserMessage,
 )
 from pitrio.sessions import AgentSession, SessionMessageEntry
+from pitrio.sessions.envelope import context_answer, context_prompt_answer, is_context_command
 
 __all__ = [
     "BASH_UNAVAILABLE",
@@ -254,6 +255,13 @@ class SessionCommands:
             case rpc.GetCommands():
                 listed = self.services.list_commands
                 return ok("get_commands", {"commands": listed() if listed is not None else []})
+            case rpc.GetContext():
+                return ok(
+                    "get_context",
+                    await context_answer(
+                        session, full=bool(command.full), ephemeral=bool(command.ephemeral)
+                    ),
+                )
         raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover
 
     async def _expand(self, text: str) -> str:
@@ -277,6 +285,13 @@ class SessionCommands:
         policy = None
         if behavior:  # pi: any truthy value other than "followUp" steers
             policy = "follow_up" if behavior == "followUp" else "steer"
+        if is_context_command(command.message):
+            # Built in, before the LLM: answered like a handled extension command (a success
+            # response, no run) with the view as the response's data.
+            started()
+            return rpc.RpcResponse.ok(
+                command.id, "prompt", await context_prompt_answer(self.session, command.message)
+            )
         text = await self._expand(command.message)
         started()
         try:

@@ -37,6 +37,7 @@ __all__ = [
     "Fork",
     "GetAvailableModels",
     "GetCommands",
+    "GetContext",
     "GetForkMessages",
     "GetLastAssistantText",
     "GetMessages",
@@ -391,6 +392,15 @@ class GetCommands:
     id: Any = attrs.field(default=MISSING, kw_only=True)
 
 
+@attrs.frozen
+class GetContext:
+    """``get_context``: the ``/context`` view (pitrio's addition to pi's protocol)."""
+
+    full: bool | None = _field("full", "bool", required=False)
+    ephemeral: bool | None = _field("ephemeral", "bool", required=False)
+    id: Any = attrs.field(default=MISSING, kw_only=True)
+
+
 RpcCommand: TypeAlias = (
     Prompt
     | Steer
@@ -421,8 +431,9 @@ RpcCommand: TypeAlias = (
     | SetSessionName
     | GetMessages
     | GetCommands
+    | GetContext
 )
-"""Every command of pi 0.73.1's RPC mode."""
+"""Every command of pi 0.73.1's RPC mode, and pitrio's ``get_context``."""
 
 RPC_COMMAND_TYPES: Final[dict[str, type[Any]]] = {
     "prompt": Prompt,
@@ -454,6 +465,7 @@ RPC_COMMAND_TYPES: Final[dict[str, type[Any]]] = {
     "set_session_name": SetSessionName,
     "get_messages": GetMessages,
     "get_commands": GetCommands,
+    "get_context": GetContext,
 }
 """pi's command ``type`` -> its class (the order of ``rpc-types.d.ts``)."""
 

@@ -67,6 +67,7 @@ from pitrio.sessions._compaction import (
     estimate_context_tokens,
 )
 from pitrio.sessions._context import get_latest_compaction_entry
+from pitrio.sessions._context_engine import ContextEngine
 from pitrio.sessions._manager import SessionManager
 from pitrio.sessions._session_actor import CLOSE_GRACE, SessionActor
 from pitrio.sessions._settings import SettingsManager
@@ -163,6 +164,11 @@ class AgentSession(UserBashMethods):
     def agent(self) -> Agent:
         """The session's Agent (read its state; drive it through the session)."""
         return self._actor.agent
+
+    @property
+    def context_engine(self) -> ContextEngine:
+        """Seed 001's envelope builder (``/context``: ``build_context_view(engine)``)."""
+        return self._actor.context_engine
 
     @property
     def session_manager(self) -> SessionManager:

@@ -125,6 +125,10 @@ class ContextEngine:
         self.active: Callable[[], bool] = lambda: True
         """Whether requests go through the envelope (see :func:`install_context_engine`)."""
 
+    def path(self) -> list[SessionEntry]:
+        """The entries of the session's active path, root to leaf."""
+        return self._manager().get_branch()
+
     def has_transforms(self) -> bool:
         """Whether the active path holds a ``context_transform`` entry."""
         return any(type(e) is ContextTransformEntry for e in self._manager().get_branch())
