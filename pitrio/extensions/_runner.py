@@ -463,8 +463,11 @@ class ExtensionRunner(SessionHooks):
                 turn_index=self._turn_index, message=event.message, tool_results=event.tool_results
             )
             self._turn_index += 1
-        elif isinstance(event, MessageEndEvent) and id(event.message) in self._ended_messages:
-            # The session ran the message_end hook for it already (replace / drop).
+        elif isinstance(event, MessageEndEvent) and (
+            event.dropped or id(event.message) in self._ended_messages
+        ):
+            # The session ran the message_end hook for it already (replace / drop): a dropped
+            # message's closing event must not run the handlers a second time.
             self._ended_messages.discard(id(event.message))
             return
         await self.emit(name, payload)

@@ -25,7 +25,8 @@ __all__ = ["decode_context_result", "decode_patch", "envelope_to_wire"]
 
 
 def decode_patch(data: Any) -> tuple[ContextPatchOp, ...]:
-    """Decode patch ops from their wire form (a list of camelCase JSON objects).
+    """Decode patch ops from their wire form (a list of camelCase JSON objects; values may
+    also be the envelope's objects, such as its messages).
 
     Raises:
         ContextPatchError: ``data`` is not a list of ops of a known ``op`` and shape.
@@ -45,7 +46,10 @@ def decode_patch(data: Any) -> tuple[ContextPatchOp, ...]:
                 index=index,
             )
         try:
-            ops.append(SESSIONS_CODEC.from_wire(CONTEXT_PATCH_OP_TYPES[name], item))
+            # An op written by hand may hold objects (the envelope's own messages) beside
+            # JSON: to_wire makes it all JSON (and leaves JSON as it is).
+            data_item = SESSIONS_CODEC.to_wire(dict(item))
+            ops.append(SESSIONS_CODEC.from_wire(CONTEXT_PATCH_OP_TYPES[name], data_item))
         except (WireFormatError, TypeError, ValueError, KeyError) as exc:
             raise ContextPatchError(f"malformed: {exc}", op=name, index=index) from exc
     return tuple(ops)
