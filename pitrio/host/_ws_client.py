@@ -48,6 +48,9 @@ CLOSE_LAGGED: Final = 4008
 CLOSE_GOING_AWAY: Final = 1001
 CLOSE_TIMEOUT: Final = 5.0
 """Seconds the closing handshake may take before the socket is closed under it."""
+LAG_POLL: Final = 0.1
+"""Seconds between checks, while a client's queue is full, whether its subscriptions were
+cut off (see ``Client._put``)."""
 HOST_COMMANDS: Final = frozenset(
     {
         "create_session",
@@ -156,6 +159,8 @@ class Client:
         self.sent: dict[str, int] = {}
         """The last seq written to the socket, per attached session (the resume cursor)."""
         self._close_code: int | None = None
+        self._room = trio.Event()
+        """Set (and replaced) each time the writer takes a frame from the queue."""
         self._nursery: trio.Nursery | None = None
 
     @property
@@ -208,6 +213,8 @@ class Client:
         metrics = self.host.metrics
         try:
             async for text, session, seq in self._out_receive:
+                self._room.set()
+                self._room = trio.Event()
                 if self._close_code == CLOSE_LAGGED:
                     break  # what is queued is dropped; the client resumes from `sent`
                 await ws.send_message(text)
@@ -244,6 +251,25 @@ class Client:
         except trio.ClosedResourceError:
             pass
 
+    async def _put(self, frame: str, session: str, seq: int, subscription: Any) -> bool:
+        """Queue an event frame, waiting for room; False once ``subscription`` was cut off
+        meanwhile (the pump cannot see that while it waits here, so it looks every
+        :data:`LAG_POLL` seconds; only a client whose queue is full pays for it).
+
+        Raises:
+            trio.ClosedResourceError: the client is closing.
+        """
+        while True:
+            try:
+                self._out.send_nowait((frame, session, seq))
+                return True
+            except trio.WouldBlock:
+                pass
+            with trio.move_on_after(LAG_POLL):
+                await self._room.wait()
+            if subscription.statistics().dropped:
+                return False
+
     # ------------------------------------------------------------------ reading
 
     async def _reader(self) -> None:
@@ -267,25 +293,30 @@ class Client:
                 "(max_frame_bytes)",
             )
             return
-        if not self._bucket.take():
-            await self._error(
-                MISSING,
-                MISSING,
-                "rate_limit",
-                f"Rate limit exceeded: at most {limits.commands_per_second:g} commands/s, "
-                f"bursts of {limits.command_burst} (rate_limit)",
-            )
-            return
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
         try:
             parsed = parse_json_line(text)
         except JsonParseError as exc:
-            await self._error(MISSING, "parse", None, f"Failed to parse command: {exc.message}")
-            return
+            parsed = exc
         record: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         type_ = record.get("type", MISSING)
         id_ = record.get("id", MISSING)
         session = record.get("session")
+        if not self._bucket.take():
+            # After parsing (bounded by max_frame_bytes), so the error echoes the id.
+            await self._error(
+                id_,
+                type_,
+                "rate_limit",
+                f"Rate limit exceeded: at most {limits.commands_per_second:g} commands/s, "
+                f"bursts of {limits.command_burst} (rate_limit)",
+                session if isinstance(session, str) else None,
+            )
+            return
+        if isinstance(parsed, JsonParseError):
+            message = f"Failed to parse command: {parsed.message}"
+            await self._error(MISSING, "parse", None, message)
+            return
         if session is not None and not isinstance(session, str):
             await self._error(id_, type_, None, 'Invalid command: "session" must be a string')
             return
@@ -481,7 +512,8 @@ class Client:
                                 frame = snapshot_frame(session_id, item)
                             else:
                                 frame = f"{prefix}{item.seq},{item.wire[1:].decode()}"
-                            await self._out.send((frame, session_id, item.seq))
+                            if not await self._put(frame, session_id, item.seq, subscription):
+                                raise SubscriberLagged(limits.subscription_buffer, item.seq)
                     except SubscriberLagged:
                         self.close(CLOSE_LAGGED)
                         return
