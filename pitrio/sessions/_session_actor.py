@@ -60,18 +60,15 @@ from pitrio.channels import EventLog, Mailbox, Reply, close_inbox
 from pitrio.providers import (
     AssistantMessage,
     Context,
-    ImageContent,
     Message,
     Model,
     ModelThinkingLevel,
     ProviderRegistry,
     StreamOptions,
-    TextContent,
     ToolResultMessage,
     UserMessage,
     complete_simple,
     default_catalogue,
-    now_ms,
 )
 from pitrio.sessions import _agent_session_tree as _tree
 from pitrio.sessions import _session_commands as cmd
@@ -96,6 +93,7 @@ from pitrio.sessions._messages import convert_to_llm
 from pitrio.sessions._persistence import Persistence
 from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN, Retry, RetryActor
 from pitrio.sessions._session_models import ModelCommands, ack
+from pitrio.sessions._session_prompting import PromptCommands
 from pitrio.sessions._settings import SettingsManager
 from pitrio.sessions._user_bash import UserBashCommands
 from pitrio.tools import AgentTool
@@ -120,12 +118,6 @@ SESSION_INBOX: Final = 64
 the model, so the inbox drains as fast as it fills; 64 absorbs a burst of RPC lines, and a
 sender beyond that waits (backpressure) instead of growing a queue."""
 
-STREAMING_NEEDS_BEHAVIOR: Final = (
-    "Agent is already processing. Specify streaming_behavior ('steer' or 'follow_up') to queue "
-    "the message."
-)
-NO_MODEL_SELECTED: Final = "No model selected. Select a model (set_model) before prompting."
-
 
 _IDLE: Final = trio.Event()
 """The event of a session with no job: set once, shared by every idle session (an Event costs
@@ -142,7 +134,7 @@ class _Job:
     previous: _Job | None = None
 
 
-class SessionActor(ModelCommands, UserBashCommands):
+class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
     """The state of one AgentSession and the task that changes it (see the module docstring).
 
     Implements :class:`~pitrio.sessions._session_core.SessionCore` for the tree and compaction
@@ -675,134 +667,6 @@ class SessionActor(ModelCommands, UserBashCommands):
         """Abort everything in progress and wait until idle (within ``ABORT_GRACE`` or so)."""
         self._abort_now()
         await self.wait_for_idle()
-
-    # ------------------------------------------------------------------ prompting
-
-    async def _prompt(self, command: cmd.Prompt) -> None:
-        if command.abandoned:
-            command.reply.set(None)
-            return
-        if self.is_busy and command.policy != "interrupt":
-            if command.policy == "follow_up":
-                self._queue_follow_up(command.text, command.images)
-            elif command.policy == "steer":
-                self._queue_steer(command.text, command.images)
-            else:
-                raise UsageError(STREAMING_NEEDS_BEHAVIOR)
-            ack(command.reply)
-            await self._emit_queue_update()
-            command.reply.set(None)
-            return
-        interrupt = self.is_busy
-        if interrupt:
-            self._abort_now()
-        self._start_job(command.reply, lambda: self._prompt_job(command, interrupt))
-
-    async def _prompt_job(self, command: cmd.Prompt, interrupt: bool) -> None:
-        if interrupt:
-            async with self.exclusive():
-                pass
-        self.flush_pending_bash()
-        model = self.model
-        if model is None:
-            raise UsageError(NO_MODEL_SELECTED)
-        if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
-            raise UsageError(f"No API key found for {model.provider}.")
-        text, images = command.text, command.images
-        last = self._last_assistant_in_context()
-        if last is not None:
-            await self._compactor.check(last, skip_aborted_check=False)
-        content: list[TextContent | ImageContent] = [TextContent(text=text)]
-        content.extend(images or ())
-        messages: list[AgentMessage] = [UserMessage(content=content, timestamp=now_ms())]
-        messages.extend(self._pending_next_turn)
-        self._pending_next_turn.clear()
-        start = await self.hook("before_agent_start", text, images, self._base_system_prompt)
-        if start is not None:
-            messages.extend(start.messages)
-        system_prompt = start.system_prompt if start is not None else None
-        self.agent.set_system_prompt(system_prompt or self._base_system_prompt)
-        if command.on_accepted is not None:
-            await command.on_accepted()
-        await self._drive(lambda: self.agent.prompt(messages))
-
-    async def _drive(self, start: Callable[[], Awaitable[None]]) -> None:
-        """Run the agent, then retry / compact / continue until the session settles."""
-        self._last_assistant = None
-        assert self._nursery is not None
-        await self.agent.ensure_started(self._nursery)
-        await start()
-        while True:
-            message, self._last_assistant = self._last_assistant, None
-            if message is None or not await self._after_run(message):
-                break
-            try:
-                await self.agent.continue_()
-            except UsageError as exc:
-                log.warning("continue_failed", error=str(exc))
-                break
-
-    async def _after_run(self, message: AssistantMessage) -> bool:
-        """pi's agent_end handling: retry a transient error, else check compaction."""
-        window = self.model.context_window if self.model is not None else 0
-        # The failed response stays in the session file but leaves the context.
-        retryable = self._retry.is_retryable(message, window) and self._retry.enabled()
-        if retryable and self._nursery is not None:
-            await self._retry_actor.ensure_started(self._nursery)
-        if retryable and await self._retry_actor.backoff(
-            message, on_scheduled=self.drop_trailing_assistant
-        ):
-            return True
-        return await self._compactor.check(message)
-
-    def _last_assistant_in_context(self) -> AssistantMessage | None:
-        for message in reversed(self.agent.messages):
-            if isinstance(message, AssistantMessage):
-                return message
-        return None
-
-    def _user_message(self, text: str, images: tuple[ImageContent, ...] | None) -> UserMessage:
-        content: list[TextContent | ImageContent] = [TextContent(text=text)]
-        content.extend(images or ())
-        return UserMessage(content=content, timestamp=now_ms())
-
-    def _queue_steer(self, text: str, images: tuple[ImageContent, ...] | None) -> None:
-        self.agent.steer(self._user_message(text, images))
-        self._steering_texts.append(text)
-
-    def _queue_follow_up(self, text: str, images: tuple[ImageContent, ...] | None) -> None:
-        self.agent.follow_up(self._user_message(text, images))
-        self._follow_up_texts.append(text)
-
-    async def _send_custom_message(self, command: cmd.SendCustomMessage) -> None:
-        content = command.content
-        message = CustomMessage(
-            custom_type=command.custom_type,
-            content=content if isinstance(content, str) else tuple(content),
-            display=command.display,
-            details=command.details,
-            timestamp=now_ms(),
-        )
-        if command.deliver_as == "next_turn":
-            self._pending_next_turn.append(message)
-            command.reply.set(None)
-        elif self.is_busy:
-            if command.deliver_as == "follow_up":
-                self.agent.follow_up(message)
-            else:
-                self.agent.steer(message)
-            command.reply.set(None)
-        elif command.trigger_turn:
-            self._start_job(command.reply, lambda: self._drive(lambda: self.agent.prompt(message)))
-        else:
-            self.agent.append_message(message)
-            self.session_manager.append_custom_message_entry(
-                command.custom_type, message.content, command.display, command.details
-            )
-            ack(command.reply)
-            await self.emit(MessageStartEvent(message=message))
-            await self.emit(MessageEndEvent(message=message))
-            command.reply.set(None)
 
     async def _compact(self, custom_instructions: str | None) -> Any:
         async with self.exclusive():
