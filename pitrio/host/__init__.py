@@ -27,9 +27,9 @@ from pitrio.host._jsonl import LineTooLong as LineTooLong
 from pitrio.host._jsonl import js_json as js_json
 from pitrio.host._jsonl import js_string as js_string
 from pitrio.host._jsonl import parse_json_line as parse_json_line
-from pitrio.host._load import LOAD_PRESETS as LOAD_PRESETS
-from pitrio.host._load import LoadConfig as LoadConfig
 from pitrio.host._load import run_load as run_load
+from pitrio.host._load_config import LOAD_PRESETS as LOAD_PRESETS
+from pitrio.host._load_config import LoadConfig as LoadConfig
 from pitrio.host._load_measure import Histogram as Histogram
 from pitrio.host._load_measure import LagMonitor as LagMonitor
 from pitrio.host._load_measure import RssSampler as RssSampler

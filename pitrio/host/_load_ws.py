@@ -24,7 +24,7 @@ from pitrio.host._load_report import PromptObserver, PromptResult
 from pitrio.host._load_script import prompt_text
 
 if TYPE_CHECKING:
-    from pitrio.host._load import LoadConfig, RunContext
+    from pitrio.host._load_config import LoadConfig, RunContext
 
 TOKEN_ENV: Final = "PITRIO_HOST_TOKEN"
 """Where the host token is read from when ``--token`` is not given (as ``pitrio serve``)."""
