@@ -8,7 +8,8 @@ The session hands :meth:`ContextEngine.prepare_request` to its agent as the loop
    replayed (:meth:`ContextEngine.replay`), ``uncached`` empty;
 2. runs ``context_envelope("before_request")``: each result's patch is applied and persisted
    as a ``context_transform`` entry (with a transcript-only ``contextTransform`` message when
-   ``display.showInChat``);
+   ``display.showInChat``); a result's ``messages`` (seed 004's replacement) is applied to
+   this request only and leaves just a small ``ephemeral`` note naming its extension;
 3. runs ``context_envelope("ephemeral")``: applied to this request only, logged as an
    ``ephemeral`` entry, never replayed;
 4. checks that every tool definition names a loaded tool (else the request ends with an error
