@@ -35,7 +35,10 @@ users and tests: they use the widest codec loaded (:func:`widest_codec`), which 
 of every layer imported so far. ``cattrs.global_converter`` is never used.
 
 Encoding to bytes goes through orjson (:meth:`WireCodec.dumps`, :func:`loads`), never
-``json.dumps``.
+``json.dumps``. Decoding a ``dict`` (what :func:`loads` gives) first tries a function generated
+for the class by :mod:`pitrio._wire_fast` (type checks inline, no cattrs machinery per call);
+whatever it is not sure of goes to cattrs' generated function, which stays the reference for
+results and errors.
 
 This module is the floor of the package: it imports nothing else from pitrio but the exceptions.
 """
@@ -47,7 +50,16 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import UnionType
-from typing import Any, Final, TypeVar, Union, cast, get_args, get_origin, overload
+from typing import (
+    Any,
+    Final,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    overload,
+)
 
 import attrs
 import cattrs
@@ -56,6 +68,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from pitrio._exceptions import PitrioError
 from pitrio._exceptions import UsageError as _UsageError
+from pitrio._wire_fast import fast_structure_fn, live_lookup
 
 __all__ = [
     "BASE_CODEC",
@@ -252,9 +265,18 @@ def _structure_factory(cls: type, conv: cattrs.Converter) -> Callable[[Any, type
     # not structured: decoding a "user" object as AssistantMessage is an error.
     fixed = {_wire_key(f): f.default for f in attrs.fields(cls) if not f.init and f.name != EXTRA}
     base: Callable[[Any, type], Any] = make_dict_structure_fn(cls, conv, **overrides)
+    fast = fast_structure_fn(cls, conv, fixed, known, _wire_key)
     name = cls.__name__
 
     def structure(data: Any, _: type) -> Any:
+        if fast is not None and type(data) is dict:
+            # The common case: JSON from orjson with the expected types. The fast function
+            # builds it or gives up, and cattrs' function then decides (the same result, or
+            # the error with its message).
+            try:
+                return fast(data)
+            except Exception:
+                pass
         if not isinstance(data, Mapping):
             raise WireFormatError(f"{name}: expected a JSON object, got {data!r}", type_name=name)
         for key, value in fixed.items():
@@ -272,6 +294,7 @@ def _structure_factory(cls: type, conv: cattrs.Converter) -> Callable[[Any, type
             object.__setattr__(obj, EXTRA, {k: v for k, v in data.items() if k not in known})
         return obj
 
+    structure.fast = fast  # type: ignore[attr-defined]  # what a union calls first
     return structure
 
 
@@ -369,13 +392,27 @@ class WireCodec:
         # Hook factories, not hooks: a factory is called with the converter that uses it, so in
         # a codec derived from this one the members are decoded by the derived converter (which
         # may know more types than this one). Converter.copy() keeps factories as factories.
+        lookup = live_lookup(table)
+
         def structure_factory(_: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
-            structure_member = conv.structure
+            # Each member's hook (and the generated function it tries first), looked up once:
+            # the dispatch of conv.structure per object costs more than the member's own hook.
+            hooks: dict[type, tuple[Callable[[Any], Any] | None, Callable[[Any, Any], Any]]] = {}
 
             def structure(data: Any, _: Any) -> Any:
-                if not isinstance(data, Mapping):
+                is_dict = type(data) is dict
+                if not is_dict and not isinstance(data, Mapping):
                     raise WireFormatError(f"expected a JSON object, got {data!r}", type_name=name)
-                cls = table.get(data.get(tag))  # type: ignore[arg-type]
+                cls = lookup(data.get(tag))
+                member = hooks.get(cls) if cls is not None else None
+                if member is not None:
+                    fast, hook = member
+                    if fast is not None and is_dict:
+                        try:
+                            return fast(data)
+                        except Exception:
+                            pass  # the hook decides: the same result, or its error
+                    return hook(data, cls)
                 if cls is None:
                     if fallback is not None:
                         return fallback(data)
@@ -384,7 +421,9 @@ class WireCodec:
                         f"unknown {tag} {data.get(tag)!r} (expected one of: {known})",
                         type_name=name,
                     )
-                return structure_member(data, cls)
+                hook = conv.get_structure_hook(cls)
+                hooks[cls] = (getattr(hook, "fast", None), hook)
+                return hook(data, cls)
 
             return structure
 
@@ -435,6 +474,23 @@ class WireCodec:
     def to_wire(self, obj: Any) -> Any:
         """Encode a wire object (or a list/tuple/dict of them) as pi's JSON-ready data."""
         return self._unstructure(obj)
+
+    def decoder(self, cls: Any) -> Callable[[Any], Any]:
+        """``from_wire(cls, data)`` as a function of ``data``, its hook looked up once (for a
+        loop that decodes many objects of one type: a session file's entries)."""
+        hook = self._converter.get_structure_hook(cls)
+
+        def decode(data: Any) -> Any:
+            try:
+                return hook(data, cls)
+            except WireFormatError:
+                raise
+            except Exception as exc:
+                # Named now, as from_wire names it (a package may re-home its classes).
+                name = getattr(cls, "__name__", repr(cls))
+                raise WireFormatError(f"{name}: {_describe(exc)}", type_name=name) from exc
+
+        return decode
 
     @overload
     def from_wire(self, cls: type[_T], data: Any) -> _T: ...

@@ -11,14 +11,15 @@ Built once, here, and sealed; derived from the actors codec, which it never chan
   does not know;
 * ``AgentSessionEvent``.
 
-:func:`decode_entry` is the session loader's decoder: a direct path for well-formed message
-entries, this codec for everything else.
+:func:`decode_entry` is the session loader's decoder: this codec, whose generated structure
+functions build well-formed entries without cattrs' machinery (see :mod:`pitrio.codec`); there
+is no second decoder beside it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from pitrio.actors._codec import ACTORS_CODEC, register_agent_messages
 from pitrio.codec import WireCodec, make_codec
@@ -30,7 +31,6 @@ from pitrio.sessions._entries import (
     SESSION_MESSAGE_TYPES,
     SessionEntry,
     UnknownEntry,
-    decode_entry_fast,
 )
 
 __all__ = ["SESSIONS_CODEC", "decode_entry"]
@@ -54,6 +54,8 @@ def _build() -> WireCodec:
 SESSIONS_CODEC: Final = _build()
 """The sessions layer's codec (sealed; derived from the actors codec)."""
 
+_decode_entry: Final = SESSIONS_CODEC.decoder(SessionEntry)
+
 
 def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
     """Decode one session entry (the JSON object of a line after the header).
@@ -61,7 +63,4 @@ def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
     Raises:
         WireFormatError: the object does not have the shape of its entry type.
     """
-    entry = decode_entry_fast(data)
-    if entry is None:
-        entry = SESSIONS_CODEC.from_wire(SessionEntry, data)
-    return entry
+    return cast(SessionEntry, _decode_entry(data))

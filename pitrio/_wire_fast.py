@@ -1,0 +1,267 @@
+"""The fast path of :mod:`pitrio.codec`'s structure hooks.
+
+For every wire class the codec generates (on first use) a function that builds the class from a
+``dict`` whose values have the expected types: type checks inline, one call per nested object,
+none of cattrs' machinery per call. Anything it is not sure of (a missing key, an int where a
+float is expected, a dict subclass, a nested shape it does not know) makes it give up with
+:class:`_Slow`, and cattrs' own function, built from the same fields, decides: the same object,
+or the error with its message. So there is one decoding path, and it is the fast one for the
+JSON pi writes (``tests/sessions/test_decoding.py`` checks both paths agree, on pi's captures
+and on random edits of them).
+
+Like :mod:`pitrio.codec` it imports nothing from pitrio.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Callable, Mapping
+from types import UnionType
+from typing import Any, Final, Literal, Union, cast, get_args, get_origin
+
+import attrs
+import cattrs
+
+__all__ = ["fast_structure_fn", "live_lookup"]
+
+
+class _Slow(Exception):
+    """The fast structure function met a value it does not build itself."""
+
+
+def _fast_str(value: Any) -> str:
+    if type(value) is str:
+        return value
+    raise _Slow
+
+
+def _fast_int(value: Any) -> int:
+    if type(value) is int:
+        return value
+    raise _Slow
+
+
+def _fast_float(value: Any) -> float:
+    kind = type(value)
+    if kind is float:
+        return cast(float, value)
+    if kind is int:
+        return float(value)
+    raise _Slow
+
+
+def _fast_bool(value: Any) -> bool:
+    if type(value) is bool:
+        return value
+    raise _Slow
+
+
+_FAST_PRIMITIVES: Final[dict[Any, Callable[[Any], Any]]] = {
+    str: _fast_str,
+    int: _fast_int,
+    float: _fast_float,
+    bool: _fast_bool,
+}
+
+
+def _fast_converter(tp: Any, conv: cattrs.Converter) -> Callable[[Any], Any] | None:
+    """A one-argument function that builds a field of type ``tp`` from JSON data exactly as the
+    converter's hooks would, or raises :class:`_Slow`; ``None`` when the value is kept as is."""
+    if tp is Any:
+        return None
+    primitive = _FAST_PRIMITIVES.get(tp)
+    if primitive is not None:
+        return primitive
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, UnionType) and len(args) == 2 and type(None) in args:
+        inner = _fast_converter(args[0] if args[1] is type(None) else args[1], conv)
+        if inner is None:
+            return None
+
+        def optional(value: Any) -> Any:
+            return None if value is None else inner(value)
+
+        return optional
+    if origin is Literal and all(type(arg) is str for arg in args):
+        allowed = frozenset(args)
+
+        def literal(value: Any) -> Any:
+            if type(value) is str and value in allowed:
+                return value
+            raise _Slow
+
+        return literal
+    if origin in (tuple, list) and args and (origin is list or args[1:] == (Ellipsis,)):
+        item_type = args[0]
+        item = _fast_converter(item_type, conv)
+        build: Callable[[Any], Any] = tuple if origin is tuple else list
+        item_hook = getattr(item, "hook", None)
+        if item_hook is not None:  # a union or a class: its hook, called directly
+
+            def sequence_of_hooked(value: Any) -> Any:
+                if type(value) is not list:
+                    raise _Slow
+                return build([item_hook(x, item_type) for x in value])
+
+            return sequence_of_hooked
+
+        def sequence(value: Any) -> Any:
+            if type(value) is not list:
+                raise _Slow
+            return build(value if item is None else [item(x) for x in value])
+
+        return sequence
+    if origin is dict and args == (str, Any):
+
+        def mapping(value: Any) -> Any:
+            if type(value) is not dict or not all(type(key) is str for key in value):
+                raise _Slow
+            return dict(value)
+
+        return mapping
+    hook = conv.get_structure_hook(tp)
+
+    def other(value: Any) -> Any:
+        return hook(value, tp)
+
+    other.hook = hook  # type: ignore[attr-defined]
+    return other
+
+
+_INLINE_CHECKS: Final[dict[Any, str]] = {
+    str: "if type({v}) is not str: raise _Slow",
+    int: "if type({v}) is not int: raise _Slow",
+    bool: "if type({v}) is not bool: raise _Slow",
+    float: (
+        "if type({v}) is not float:\n    if type({v}) is not int: raise _Slow\n    {v} = float({v})"
+    ),
+}
+
+
+def _fast_field_code(tp: Any, v: str, conv: cattrs.Converter, namespace: dict[str, Any]) -> str:
+    """Statements that check or convert the local ``v`` as a field of type ``tp``."""
+    check = _INLINE_CHECKS.get(tp)
+    if check is not None:
+        return check.format(v=v)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, UnionType) and len(args) == 2 and type(None) in args:
+        inner = _fast_field_code(args[0] if args[1] is type(None) else args[1], v, conv, namespace)
+        if not inner:
+            return ""
+        body = "\n".join("    " + line for line in inner.splitlines())
+        return f"if {v} is not None:\n{body}"
+    convert = _fast_converter(tp, conv)
+    if convert is None:
+        return ""
+    hook = getattr(convert, "hook", None)
+    if hook is not None:  # cattrs' (or a union's) hook: called directly, with its type
+        namespace[f"_hook_{v}"], namespace[f"_type_{v}"] = hook, tp
+        fast = getattr(hook, "fast", None)
+        if fast is None:
+            return f"{v} = _hook_{v}({v}, _type_{v})"
+        # A wire class: what its hook does, inlined (its generated function for a dict,
+        # else, or if that gives up, the hook).
+        namespace[f"_fast_{v}"] = fast
+        return (
+            f"if type({v}) is dict:\n"
+            f"    try:\n"
+            f"        {v} = _fast_{v}({v})\n"
+            f"    except Exception:\n"
+            f"        {v} = _hook_{v}({v}, _type_{v})\n"
+            f"else:\n"
+            f"    {v} = _hook_{v}({v}, _type_{v})"
+        )
+    namespace[f"_convert_{v}"] = convert
+    return f"{v} = _convert_{v}({v})"
+
+
+def fast_structure_fn(
+    cls: type,
+    conv: cattrs.Converter,
+    fixed: Mapping[str, Any],
+    known: set[str],
+    wire_key: Callable[[attrs.Attribute[Any]], str],
+) -> Callable[[Any], Any] | None:
+    """The fast path of a wire class's structure hook: the class built from a ``dict`` whose
+    values have the expected types by a function generated for the class (type checks inline,
+    one call per nested value), without cattrs' machinery per call.
+
+    Called after cattrs built its function for the class, which resolved string annotations
+    where they can be; ``None`` when one could not be (cattrs' function then does all the work).
+    Like the slow path, it checks the discriminators (``fixed``) and keeps keys outside
+    ``known`` in ``extra``.
+    """
+    namespace: dict[str, Any] = {
+        "_Slow": _Slow,
+        "_MISSING": _MISSING,
+        "_cls": cls,
+        "_known": frozenset(known),
+        "_setattr": object.__setattr__,
+        "_unknown": _unknown_keys,
+    }
+    lines = ["def fast(data):", "    get = data.get"]
+    for index, (key, value) in enumerate(fixed.items()):
+        namespace[f"_fixed{index}"] = value
+        lines.append(f"    if get({key!r}, _fixed{index}) != _fixed{index}: raise _Slow")
+    args: list[str] = []
+    factories = False
+    for index, field in enumerate(attrs.fields(cls)):
+        if field.name == "extra" or not field.init:
+            continue
+        if isinstance(field.type, str) or field.alias is None:
+            return None
+        v = f"v{index}"
+        lines.append(f"    {v} = get({wire_key(field)!r}, _MISSING)")
+        code = _fast_field_code(field.type, v, conv, namespace)
+        default = field.default
+        if default is attrs.NOTHING:
+            lines.append(f"    if {v} is _MISSING: raise _Slow")
+            lines.extend("    " + line for line in code.splitlines())
+            args.append(f"{field.alias}={v}")
+        elif isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            # Left to the class's own default: passed only when present.
+            lines.append(f"    if {v} is not _MISSING:")
+            lines.extend("        " + line for line in code.splitlines())
+            lines.append(f"        kwargs[{field.alias!r}] = {v}")
+            factories = True
+        else:
+            namespace[f"_default_{v}"] = default
+            lines.append(f"    if {v} is _MISSING:")
+            lines.append(f"        {v} = _default_{v}")
+            if code:
+                lines.append("    else:")
+                lines.extend("        " + line for line in code.splitlines())
+            args.append(f"{field.alias}={v}")
+    if factories:
+        lines.insert(2, "    kwargs = {}")
+        args.append("**kwargs")
+    lines.append(f"    obj = _cls({', '.join(args)})")
+    lines.append("    if not _known.issuperset(data):")
+    lines.append("        _setattr(obj, 'extra', _unknown(data, _known))")
+    lines.append("    return obj")
+    # Named after the class, so that tracebacks and profiles say which function it is.
+    exec(compile("\n".join(lines), f"<wire structure {cls.__qualname__}>", "exec"), namespace)
+    return cast(Callable[[Any], Any], namespace["fast"])
+
+
+_MISSING: Final = object()
+
+
+def _unknown_keys(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if key not in known}
+
+
+def live_lookup(table: Mapping[str, type]) -> Callable[[Any], type | None]:
+    """``table.get``, faster for a ``ChainMap`` (read live: maps added to it later count)."""
+    if not isinstance(table, ChainMap):
+        return table.get
+    maps = table.maps
+
+    def lookup(key: Any) -> type | None:
+        for mapping in maps:
+            found = mapping.get(key)
+            if found is not None:
+                return cast(type, found)
+        return None
+
+    return lookup
