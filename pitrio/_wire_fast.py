@@ -191,10 +191,12 @@ def fast_structure_fn(
     Like the slow path, it checks the discriminators (``fixed``) and keeps keys outside
     ``known`` in ``extra``.
     """
+    setters = _slot_setters(cls)
     namespace: dict[str, Any] = {
         "_Slow": _Slow,
         "_MISSING": _MISSING,
         "_cls": cls,
+        "_new": object.__new__,
         "_known": frozenset(known),
         "_setattr": object.__setattr__,
         "_unknown": _unknown_keys,
@@ -204,26 +206,45 @@ def fast_structure_fn(
         namespace[f"_fixed{index}"] = value
         lines.append(f"    if get({key!r}, _fixed{index}) != _fixed{index}: raise _Slow")
     args: list[str] = []
+    sets: list[str] = []
     factories = False
     for index, field in enumerate(attrs.fields(cls)):
-        if field.name == "extra" or not field.init:
+        if field.name == "extra":
+            continue
+        v = f"v{index}"
+        default = field.default
+        if not field.init:
+            # Only when building directly (the class's __init__ sets it otherwise).
+            if setters is not None:
+                namespace[f"_set_{v}"] = setters[field.name]
+                if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                    namespace[f"_factory_{v}"] = default.factory
+                    sets.append(f"    _set_{v}(obj, _factory_{v}())")
+                else:
+                    namespace[f"_default_{v}"] = default
+                    sets.append(f"    _set_{v}(obj, _default_{v})")
             continue
         if isinstance(field.type, str) or field.alias is None:
             return None
-        v = f"v{index}"
         lines.append(f"    {v} = get({wire_key(field)!r}, _MISSING)")
         code = _fast_field_code(field.type, v, conv, namespace)
-        default = field.default
         if default is attrs.NOTHING:
             lines.append(f"    if {v} is _MISSING: raise _Slow")
             lines.extend("    " + line for line in code.splitlines())
-            args.append(f"{field.alias}={v}")
         elif isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-            # Left to the class's own default: passed only when present.
-            lines.append(f"    if {v} is not _MISSING:")
-            lines.extend("        " + line for line in code.splitlines())
-            lines.append(f"        kwargs[{field.alias!r}] = {v}")
-            factories = True
+            if setters is None:
+                # Left to the class's own default: passed only when present.
+                lines.append(f"    if {v} is not _MISSING:")
+                lines.extend("        " + line for line in code.splitlines())
+                lines.append(f"        kwargs[{field.alias!r}] = {v}")
+                factories = True
+                continue
+            namespace[f"_factory_{v}"] = default.factory
+            lines.append(f"    if {v} is _MISSING:")
+            lines.append(f"        {v} = _factory_{v}()")
+            if code:
+                lines.append("    else:")
+                lines.extend("        " + line for line in code.splitlines())
         else:
             namespace[f"_default_{v}"] = default
             lines.append(f"    if {v} is _MISSING:")
@@ -231,20 +252,66 @@ def fast_structure_fn(
             if code:
                 lines.append("    else:")
                 lines.extend("        " + line for line in code.splitlines())
+        if setters is None:
             args.append(f"{field.alias}={v}")
-    if factories:
-        lines.insert(2, "    kwargs = {}")
-        args.append("**kwargs")
-    lines.append(f"    obj = _cls({', '.join(args)})")
-    lines.append("    if not _known.issuperset(data):")
-    lines.append("        _setattr(obj, 'extra', _unknown(data, _known))")
-    lines.append("    return obj")
+            continue
+        if field.converter is not None:  # as __init__ does, for passed and default values
+            namespace[f"_converter_{v}"] = field.converter
+            lines.append(f"    {v} = _converter_{v}({v})")
+        namespace[f"_set_{v}"] = setters[field.name]
+        sets.append(f"    _set_{v}(obj, {v})")
+    if setters is not None:
+        # Built directly: what the class's generated __init__ would do (one slot set per
+        # field; defaults, factories and converters applied alike), at half its cost.
+        namespace["_set_extra"] = setters["extra"]
+        lines.append("    obj = _new(_cls)")
+        lines.extend(sets)
+        lines.append(
+            "    _set_extra(obj, None if _known.issuperset(data) else _unknown(data, _known))"
+        )
+        lines.append("    return obj")
+    else:
+        if factories:
+            lines.insert(2, "    kwargs = {}")
+            args.append("**kwargs")
+        lines.append(f"    obj = _cls({', '.join(args)})")
+        lines.append("    if not _known.issuperset(data):")
+        lines.append("        _setattr(obj, 'extra', _unknown(data, _known))")
+        lines.append("    return obj")
     # Named after the class, so that tracebacks and profiles say which function it is.
     exec(compile("\n".join(lines), f"<wire structure {cls.__qualname__}>", "exec"), namespace)
     return cast(Callable[[Any], Any], namespace["fast"])
 
 
 _MISSING: Final = object()
+
+
+def _slot_setters(cls: type) -> dict[str, Callable[[Any, Any], None]] | None:
+    """Each field's slot setter when an instance may be built without ``__init__``: a slotted
+    attrs class whose ``__init__`` attrs generated, with no validators, no pre- or post-init
+    hook, no hash cache and only plain converters (``None`` otherwise)."""
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    if code is None or not code.co_filename.startswith("<attrs generated"):
+        return None
+    if "__slots__" not in cls.__dict__ or hasattr(cls, "__attrs_post_init__"):
+        return None
+    if hasattr(cls, "__attrs_pre_init__") or hasattr(cls, "_attrs_cached_hash"):
+        return None
+    setters: dict[str, Callable[[Any, Any], None]] = {}
+    for field in attrs.fields(cls):
+        if field.validator is not None or isinstance(field.converter, attrs.Converter):
+            return None
+        if not field.init and field.converter is not None:
+            return None
+        if isinstance(field.default, attrs.Factory) and field.default.takes_self:  # type: ignore[arg-type]
+            return None
+        descriptor = getattr(cls, field.name, None)
+        setter = getattr(descriptor, "__set__", None)
+        if type(descriptor).__name__ != "member_descriptor" or setter is None:
+            return None
+        setters[field.name] = setter
+    return setters if "extra" in setters else None
 
 
 def _unknown_keys(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
