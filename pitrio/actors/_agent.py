@@ -519,8 +519,11 @@ class Agent:
         # Reduce state first (pi's processEvents), then record, then deliver. With
         # deliver=False (an abort epilogue whose subscribers stalled past its bound) the state,
         # and whoever records it, still see every closing event; only delivery is skipped.
-        # One function on the per-delta path: the reducer is inlined here on purpose.
-        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
+        # One function on the per-delta path: the reducer is inlined here on purpose, and the
+        # per-token event is matched by its exact type before the isinstance chain.
+        if type(event) is MessageUpdateEvent or isinstance(
+            event, MessageUpdateEvent | MessageStartEvent
+        ):
             self._stream_message = event.message
         elif isinstance(event, MessageEndEvent):
             self._stream_message = None

@@ -77,11 +77,36 @@ from pitrio.providers import (
     Model,
     StartEvent,
     StreamOptions,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
     Tool,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
     ToolResultMessage,
     now_ms,
 )
 from pitrio.tools import AgentTool
+
+_UPDATE_KINDS: Final = frozenset(
+    {
+        TextDeltaEvent,
+        ThinkingDeltaEvent,
+        ToolCallDeltaEvent,
+        TextStartEvent,
+        TextEndEvent,
+        ThinkingStartEvent,
+        ThinkingEndEvent,
+        ToolCallStartEvent,
+        ToolCallEndEvent,
+    }
+)
+"""The block events that become ``message_update``: one set lookup on the per-token path
+instead of an ``isinstance`` chain (other event types take the chain)."""
 
 StreamFn: TypeAlias = Callable[
     [trio.Nursery, Model, Context, StreamOptions], AssistantMessageEventStream
@@ -357,8 +382,29 @@ class LoopController:
             self._stream = stream
             self._call = "streaming"
             try:
-                async for event in stream:
-                    if isinstance(event, StartEvent):
+                # Every buffered event is taken without a checkpoint; the task parks only
+                # when the stream runs dry (one hand-off per burst, not per token).
+                receive_nowait = stream.receive_nowait
+                while True:
+                    try:
+                        event = receive_nowait()
+                    except trio.WouldBlock:
+                        try:
+                            event = await anext(stream)
+                        except StopAsyncIteration:
+                            final = await stream.result()
+                            break
+                    except trio.EndOfChannel:
+                        final = await stream.result()
+                        break
+                    kind = type(event)
+                    if kind in _UPDATE_KINDS:
+                        if self._assistant_started:
+                            partial = event.partial  # type: ignore[union-attr]  # a block event
+                            await emit(
+                                MessageUpdateEvent(assistant_message_event=event, message=partial)
+                            )
+                    elif isinstance(event, StartEvent):
                         self._assistant_started = True
                         await emit(MessageStartEvent(message=event.partial))
                     elif isinstance(event, DoneEvent | ErrorEvent):
@@ -368,8 +414,6 @@ class LoopController:
                         await emit(
                             MessageUpdateEvent(assistant_message_event=event, message=event.partial)
                         )
-                else:
-                    final = await stream.result()
             finally:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()

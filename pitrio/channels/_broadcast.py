@@ -309,14 +309,16 @@ class Broadcast(Generic[T]):
         `trio.ClosedResourceError`.
     """
 
-    __slots__ = ("_closed", "_publisher", "_subscribers", "_waiting_publishers")
+    __slots__ = ("_closed", "_holder", "_locked", "_subscribers", "_waiting_publishers")
 
     def __init__(self) -> None:
         # Replaced, never mutated (copy-on-write), so publish iterates without copying and
         # (un)subscribing during delivery cannot disturb the iteration.
         self._subscribers: tuple[_Callback[T] | Subscription[T], ...] = ()
-        # The task delivering an event right now, and the tasks queued behind it (FIFO).
-        self._publisher: trio.lowlevel.Task | None = None
+        # Whether a publish is delivering; the task awaiting an async callback in it (None
+        # otherwise); the publishes queued behind it (FIFO).
+        self._locked = False
+        self._holder: trio.lowlevel.Task | None = None
         self._waiting_publishers = trio.lowlevel.ParkingLot()
         self._closed = False
 
@@ -397,33 +399,42 @@ class Broadcast(Generic[T]):
         """
         if self._closed:
             raise trio.ClosedResourceError("the broadcast was closed")
-        # A FIFO lock, inlined: trio.StrictFIFOLock costs ~30% of an uncontended publish.
-        task = trio.lowlevel.current_task()
-        if self._publisher is None:
-            self._publisher = task
-        elif self._publisher is task:
-            raise RuntimeError("publish() was awaited by a subscriber of the same Broadcast")
-        else:
-            # Returns once the previous publisher handed ownership to us (see finally).
+        # A FIFO lock, inlined: trio.StrictFIFOLock costs ~30% of an uncontended publish. The
+        # holder's task is looked up only when an async callback runs, the one moment a
+        # subscriber could await publish on this broadcast (and would deadlock).
+        if self._locked:
+            if self._holder is not None and self._holder is trio.lowlevel.current_task():
+                raise RuntimeError("publish() was awaited by a subscriber of the same Broadcast")
+            # Returns once the previous publisher handed the lock to us (see finally).
             await self._waiting_publishers.park()
+        else:
+            self._locked = True
         try:
             for entry in self._subscribers:
-                if isinstance(entry, _Callback):
+                if type(entry) is _Callback:
                     if not entry.active:
                         continue
                     try:
                         awaitable = entry.callback(event)
                         if awaitable is not None:
-                            await awaitable
+                            self._holder = trio.lowlevel.current_task()
+                            try:
+                                await awaitable
+                            finally:
+                                self._holder = None
                     except Exception:
                         log.exception("subscriber_failed", subscriber=entry.callback)
-                elif entry._state == _OPEN and not entry._offer(event):
+                elif (
+                    type(entry) is Subscription
+                    and entry._state == _OPEN
+                    and not entry._offer(event)
+                ):
                     await entry._put_blocking(event)
         finally:
             if self._waiting_publishers:
-                (self._publisher,) = self._waiting_publishers.unpark()
+                self._waiting_publishers.unpark()  # the lock passes to it: _locked stays True
             else:
-                self._publisher = None
+                self._locked = False
 
     def close(self) -> None:
         """Remove every callback and end every subscription; idempotent and synchronous."""

@@ -248,6 +248,30 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             raise StreamEndedWithoutResult
         return self._result  # type: ignore[return-value]  # _has_result: this is an R
 
+    def receive_nowait(self) -> T:
+        """Take the oldest buffered event without waiting (no checkpoint).
+
+        A consumer that handles events in a loop takes every buffered one this way and only
+        parks (``await anext(stream)``) when it runs dry, so a burst costs no task switch per
+        event.
+
+        Raises:
+            trio.WouldBlock: Nothing is buffered and the stream is not finished.
+            trio.EndOfChannel: The stream is finished and every event was taken.
+            trio.ClosedResourceError: The consumer closed the stream.
+        """
+        buf = self._buffer
+        if buf:
+            event = buf.popleft()
+            if self._writers:
+                self._writers.unpark()
+            return event
+        if self._consumer_closed:
+            raise trio.ClosedResourceError("the event stream's consumer side was closed")
+        if self._send_closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
     def __aiter__(self) -> Self:
         return self
 

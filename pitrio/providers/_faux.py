@@ -366,12 +366,51 @@ class FauxProvider:
         message = _with_usage_estimate(message, context, options, self._prompt_cache)
         await self._stream_deltas(message, out)
 
-    async def _pace(self, chunk: str, sent: int) -> None:
-        if self._tps is not None and self._tps > 0:
-            # One shared heap per Trio run instead of a Trio deadline per chunk (_pacing.py).
-            await pacing_clock().wait(_estimate_tokens(chunk) / self._tps)
-        elif self._yield_every and sent % self._yield_every == 0:
-            await trio.lowlevel.checkpoint()
+    async def _deltas(
+        self,
+        out: AssistantMessageEventStream,
+        builder: AssistantMessageBuilder,
+        index: int,
+        text: str,
+        event: type[TextDeltaEvent | ThinkingDeltaEvent | ToolCallDeltaEvent],
+        sent: int,
+    ) -> int:
+        """Stream ``text`` into block ``index`` chunk by chunk; return the chunks sent so far.
+
+        The per-token path, so it is one frame: the pacing wait or the checkpoint and the
+        push are inlined. Paced: every chunk waits ``tokens / tokens_per_second`` on the run's
+        shared pacing clock (no Trio deadline per chunk, see ``_pacing``). Unlimited: a
+        checkpoint every ``yield_every`` chunks; with 0 the provider yields only when the
+        consumer is a whole buffer behind (the push waits for room).
+        """
+        append = builder.append
+        snapshot = builder.snapshot
+        push_nowait = out.push_nowait
+        chunks = _split(text, self._min, self._max, self._rng)
+        tps = self._tps
+        if tps is not None and tps > 0:
+            wait = pacing_clock().wait
+            for chunk in chunks:
+                await wait(_estimate_tokens(chunk) / tps)
+                append(index, chunk)
+                item = event(content_index=index, delta=chunk, partial=snapshot())
+                try:
+                    push_nowait(item)
+                except trio.WouldBlock:
+                    await out.push(item)
+            return sent + len(chunks)
+        every = self._yield_every
+        for chunk in chunks:
+            sent += 1
+            if every and sent % every == 0:
+                await trio.lowlevel.checkpoint()
+            append(index, chunk)
+            item = event(content_index=index, delta=chunk, partial=snapshot())
+            try:
+                push_nowait(item)
+            except trio.WouldBlock:
+                await out.push(item)
+        return sent
 
     async def _stream_deltas(
         self, message: AssistantMessage, out: AssistantMessageEventStream
@@ -400,15 +439,9 @@ class FauxProvider:
             if isinstance(block, ThinkingContent):
                 index = builder.add_thinking()
                 await emit(ThinkingStartEvent(content_index=index, partial=builder.snapshot()))
-                for chunk in _split(block.thinking, self._min, self._max, self._rng):
-                    sent += 1
-                    await self._pace(chunk, sent)
-                    builder.append(index, chunk)
-                    await emit(
-                        ThinkingDeltaEvent(
-                            content_index=index, delta=chunk, partial=builder.snapshot()
-                        )
-                    )
+                sent = await self._deltas(
+                    out, builder, index, block.thinking, ThinkingDeltaEvent, sent
+                )
                 await emit(
                     ThinkingEndEvent(
                         content_index=index, content=block.thinking, partial=builder.snapshot()
@@ -417,13 +450,7 @@ class FauxProvider:
             elif isinstance(block, TextContent):
                 index = builder.add_text()
                 await emit(TextStartEvent(content_index=index, partial=builder.snapshot()))
-                for chunk in _split(block.text, self._min, self._max, self._rng):
-                    sent += 1
-                    await self._pace(chunk, sent)
-                    builder.append(index, chunk)
-                    await emit(
-                        TextDeltaEvent(content_index=index, delta=chunk, partial=builder.snapshot())
-                    )
+                sent = await self._deltas(out, builder, index, block.text, TextDeltaEvent, sent)
                 await emit(
                     TextEndEvent(
                         content_index=index, content=block.text, partial=builder.snapshot()
@@ -432,15 +459,9 @@ class FauxProvider:
             else:
                 index = builder.add_tool_call(id=block.id, name=block.name)
                 await emit(ToolCallStartEvent(content_index=index, partial=builder.snapshot()))
-                for chunk in _split(_json(block.arguments), self._min, self._max, self._rng):
-                    sent += 1
-                    await self._pace(chunk, sent)
-                    builder.append(index, chunk)
-                    await emit(
-                        ToolCallDeltaEvent(
-                            content_index=index, delta=chunk, partial=builder.snapshot()
-                        )
-                    )
+                sent = await self._deltas(
+                    out, builder, index, _json(block.arguments), ToolCallDeltaEvent, sent
+                )
                 builder.set_arguments(index, block.arguments)
                 await emit(
                     ToolCallEndEvent(
