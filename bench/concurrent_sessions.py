@@ -12,7 +12,13 @@ and all prompts run (``wall_s``). The RSS is sampled every 25 ms on the event lo
 that sleeps 10 ms and records its overshoot. After the run and ``gc.collect()``:
 ``retained_rss_per_session_kb``; after disposing every session: ``rss_not_released_*``.
 
+``--mixed M`` (no pi counterpart) adds M sessions whose faux provider is *not* paced, each
+streaming a ``--mixed-chars`` answer as fast as it can, started together with the paced ones:
+the lag and the paced sessions' latency then show whether unlimited streams starve the others
+(``mixed_*`` fields; the totals count the paced sessions only).
+
     python bench/concurrent_sessions.py --n 1000
+    python bench/concurrent_sessions.py --n 1000 --mixed 10 --mixed-chars 400000
 
 Prints one JSON object on the last line.
 """
@@ -61,6 +67,8 @@ async def main_async(args: argparse.Namespace) -> None:
     faux, registry = setup_faux(tokens_per_second=args.tps)
     factory = SessionFactory(faux, registry)
     respond = tool_then_text(make_text(args.answer_chars))
+    fast, fast_registry = setup_faux(yield_every=args.yield_every)
+    fast_factory = SessionFactory(fast, fast_registry)
     mb = 1024 * 1024
 
     async with trio.open_nursery() as nursery:
@@ -78,7 +86,7 @@ async def main_async(args: argparse.Namespace) -> None:
 
         sampler = RssSampler(0.025)
         nursery.start_soon(sampler.run)
-        counts = {"events": 0, "text_deltas": 0}
+        counts = {"events": 0, "text_deltas": 0, "mixed_events": 0}
 
         def listener(event: Any) -> None:
             counts["events"] += 1
@@ -86,6 +94,9 @@ async def main_async(args: argparse.Namespace) -> None:
                 type(event.assistant_message_event) is TextDeltaEvent
             ):
                 counts["text_deltas"] += 1
+
+        def fast_listener(event: Any) -> None:
+            counts["mixed_events"] += 1
 
         start = time.perf_counter()
         sessions = []
@@ -95,16 +106,23 @@ async def main_async(args: argparse.Namespace) -> None:
             sessions.append(served)
         create_s = time.perf_counter() - start
         rss_after_create = current_rss_bytes()
+        fast_sessions = []
+        for _ in range(args.mixed):
+            served = await fast_factory.start(nursery)
+            served.session.subscribe(fast_listener)
+            fast_sessions.append(served)
 
         faux.append_responses([respond] * (2 * n))
+        fast.append_responses([tool_then_text(make_text(args.mixed_chars))] * (2 * args.mixed))
         latencies: list[float] = []
+        fast_latencies: list[float] = []
         errors = 0
 
-        async def one(i: int, session: Any) -> None:
+        async def one(i: int, session: Any, into: list[float]) -> None:
             nonlocal errors
             began = time.perf_counter()
             await session.prompt(f"session {i}: please echo hello world")
-            latencies.append(time.perf_counter() - began)
+            into.append(time.perf_counter() - began)
             errors += session.agent.error is not None
 
         lag = LagMonitor(0.010)
@@ -112,17 +130,20 @@ async def main_async(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         with trio.move_on_after(args.timeout) as timeout:
             async with trio.open_nursery() as prompts:
+                for i, served in enumerate(fast_sessions):
+                    prompts.start_soon(one, n + i, served.session, fast_latencies)
                 for i, served in enumerate(sessions):
-                    prompts.start_soon(one, i, served.session)
+                    prompts.start_soon(one, i, served.session, latencies)
         wall = time.perf_counter() - start
         lag_stats = lag.stop()
         peak = sampler.stop()
 
         gc.collect()
         rss_after_run = current_rss_bytes()
-        for served in sessions:
+        for served in sessions + fast_sessions:
             await served.dispose()
         sessions.clear()
+        fast_sessions.clear()
         gc.collect()
         await trio.sleep(0.2)
         gc.collect()
@@ -160,6 +181,12 @@ async def main_async(args: argparse.Namespace) -> None:
                 (rss_after_dispose - rss_baseline) / 1024 / n, 2
             ),
             "rss_samples": sampler.samples,
+            "mixed": args.mixed,
+            "mixed_chars": args.mixed_chars if args.mixed else None,
+            "mixed_completed": len(fast_latencies),
+            "mixed_latency_max_s": round(max(fast_latencies), 3) if fast_latencies else None,
+            "mixed_events": counts["mixed_events"],
+            "yield_every": args.yield_every,
             **lag_stats,
             "env": env(),
         }
@@ -172,6 +199,16 @@ def main() -> None:
     parser.add_argument("--tps", type=float, default=50.0)
     parser.add_argument("--answer-chars", type=int, default=400)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--mixed", type=int, default=0, help="also run M sessions streaming at unlimited speed"
+    )
+    parser.add_argument("--mixed-chars", type=int, default=400_000, help="their answer size")
+    parser.add_argument(
+        "--yield-every",
+        type=int,
+        default=1,
+        help="the unlimited faux checkpoints every N deltas (0 = on backpressure)",
+    )
     trio.run(main_async, parser.parse_args())
 
 
