@@ -286,6 +286,7 @@ class LiveSession:
     async def close(self) -> None:
         """Abort what runs, stop the session (its file is written) and wait until it is."""
         if self._tasks is not None and not self._close.is_set():
+            self.session.abort_bash()  # user bash runs outside the run: abort stops runs only
             with trio.move_on_after(DRAIN_GRACE):
                 await self.session.abort()
         self._close.set()
@@ -294,11 +295,10 @@ class LiveSession:
     async def wait_idle(self) -> None:
         """Return once no long command and no run is in progress."""
         while self._running or self.session.is_streaming:
-            changed = self._changed
-            if not self._running:
+            if self._running:
+                await self._changed.wait()
+            else:
                 await self.session.wait_for_idle()
-                continue
-            await changed.wait()
 
     async def start_long(
         self, command: RpcCommand, respond: Callable[[Any], Any], log_: Any

@@ -159,6 +159,7 @@ class Client:
         self.sent: dict[str, int] = {}
         """The last seq written to the socket, per attached session (the resume cursor)."""
         self._close_code: int | None = None
+        self._attachments_changed = trio.Event()
         self._room = trio.Event()
         """Set (and replaced) each time the writer takes a frame from the queue."""
         self._nursery: trio.Nursery | None = None
@@ -185,8 +186,12 @@ class Client:
             self.log.info("client_disconnected", code=self._close_code)
 
     def close(self, code: int) -> None:
-        """Ask the writer to close the connection with ``code``: for 1001 after sending what
-        is queued, for 4008 (lagged) at once, after the ``lagged`` frames."""
+        """Ask the writer to close the connection with ``code``.
+
+        For 4008 (lagged) at once: what is queued is dropped, a ``lagged`` frame per attached
+        session says the last seq the client was sent. Otherwise (1001 when the host drains)
+        the pumps first deliver what their sessions published until they closed.
+        """
         if self._close_code is not None or self._nursery is None:
             return
         self._close_code = code
@@ -194,11 +199,21 @@ class Client:
             self.host.metrics.lag_disconnects_total += 1
             self.log.warning("client_lagged", cursors=dict(self.sent))
             self._nursery.start_soon(self._force_close, self._limits.lag_close_timeout)
+            self._stop_output()
         else:
-            self._nursery.start_soon(self._force_close, CLOSE_TIMEOUT)
-        for attachment in self.attached.values():
+            self._nursery.start_soon(self._force_close, CLOSE_TIMEOUT * 2)
+            self._nursery.start_soon(self._close_when_drained)
+
+    def _stop_output(self) -> None:
+        for attachment in list(self.attached.values()):
             attachment.scope.cancel()  # no more events
         self._out.close()  # wakes the writer
+
+    async def _close_when_drained(self) -> None:
+        with trio.move_on_after(CLOSE_TIMEOUT):
+            while self.attached:
+                await self._attachments_changed.wait()
+        self._stop_output()
 
     async def _force_close(self, after: float) -> None:
         # The writer may be stuck in a send to a socket nobody reads.
@@ -224,6 +239,7 @@ class Client:
                     metrics.events_sent()
             code = self._close_code
             if code == CLOSE_LAGGED:
+                # `sent` is kept once cut off, and counts the frame that was being written.
                 for session, seq in self.sent.items():
                     frame = {"type": "lagged", "session": session, "resume_from": seq}
                     await ws.send_message(orjson.dumps(frame).decode())
@@ -469,7 +485,10 @@ class Client:
 
     def _detached(self, session_id: str, live: LiveSession | None = None) -> None:
         self.attached.pop(session_id, None)
-        self.sent.pop(session_id, None)
+        if self._close_code != CLOSE_LAGGED:
+            self.sent.pop(session_id, None)
+        self._attachments_changed.set()
+        self._attachments_changed = trio.Event()
         live = live or self.host.sessions.get(session_id)
         if live is not None and self in live.clients:
             live.clients.discard(self)
@@ -526,7 +545,7 @@ class Client:
                         attachment.subscription = None
                 # The session was closed (close_session, idle, drain).
                 closed = {"type": "session_closed", "session": session_id}
-                self.send_nowait(orjson.dumps(closed).decode())
+                await self.send(orjson.dumps(closed).decode())
             finally:
                 if self.attached.get(session_id) is attachment:
                     self._detached(session_id, live)

@@ -384,3 +384,29 @@ async def test_sigterm_drains_and_exits_0_with_the_file_written(tmp_path: Path) 
         if json.loads(line)["type"] == "message"
     ]
     assert roles == ["user", "assistant"]
+
+
+async def test_drain_answers_503_lets_the_turn_end_and_closes_clients_with_1001(
+    tmp_path: Path,
+) -> None:
+    """While draining, /healthz and new websockets get 503; a running command gets the
+    grace, then is stopped; the client gets its session's last events, session_closed, then
+    close code 1001."""
+    async with open_test_host(tmp_path, drain_grace=0.5) as host, open_client(host) as client:
+        sid = (await client.call({"type": "create_session"}))["data"]["session"]
+        await client.send({"type": "bash", "session": sid, "command": "sleep 60", "id": "b"})
+        # Commands are taken in order: once get_state is answered, the bash command runs.
+        await client.call({"type": "get_state", "session": sid})
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(host.drain)
+            await trio.testing.wait_all_tasks_blocked()
+            status, _, body = await http_get(host, "/healthz")
+            assert (status, json.loads(body)) == (503, {"status": "draining"})
+            assert await upgrade_status(host, f"/ws?token={host.token}") == 503
+            frames: list[dict[str, Any]] = []
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    frames.append(await client.frame())
+        assert closed.value.reason is not None and closed.value.reason.code == 1001
+        assert frames[-1] == {"type": "session_closed", "session": sid}
+        assert not host.sessions
