@@ -21,19 +21,17 @@ import os
 import secrets
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import structlog
 import trio
 
 from pitrio._exceptions import PitrioError
+from pitrio.host._metrics import HostMetrics
 from pitrio.host._rpc_commands import RpcServices, SessionCommands
 from pitrio.host._rpc_types import RpcCommand
 from pitrio.sessions import AgentSession, run_file_work
-
-if TYPE_CHECKING:
-    from pitrio.host._ws_client import Client
 
 __all__ = [
     "COMMANDS_PER_SECOND",
@@ -48,6 +46,7 @@ __all__ = [
     "OUTBOUND_QUEUE",
     "SUBSCRIPTION_BUFFER",
     "CommandRefused",
+    "HostApi",
     "HostConfig",
     "HostLimits",
     "LiveSession",
@@ -226,7 +225,8 @@ class LiveSession:
         self.id = ""
         self.session: AgentSession
         self.commands: SessionCommands
-        self.clients: set[Client] = set()
+        self.clients: set[Any] = set()
+        """The connections (``_ws_client.Client``) attached to it."""
         self.log: Any = log
         self._idle_timeout = idle_timeout
         self._running = 0
@@ -352,6 +352,33 @@ class LiveSession:
                 await self.session.wait_for_idle()
             else:
                 await changed.wait()
+
+
+class HostApi(Protocol):
+    """What a connection uses of its host (:class:`~pitrio.host.Host`)."""
+
+    config: HostConfig
+    tokens: Tokens
+    metrics: HostMetrics
+    sessions: dict[str, LiveSession]
+    draining: bool
+
+    def live_session(self, token: str, session_id: str) -> LiveSession: ...
+
+    def visible_sessions(self, token: str) -> list[LiveSession]: ...
+
+    async def create_session(
+        self,
+        token: str,
+        *,
+        cwd: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+    ) -> LiveSession: ...
+
+    async def open_session(self, token: str, session_id: str) -> LiveSession: ...
+
+    async def close_session(self, live: LiveSession) -> None: ...
 
 
 def find_session_file(session_dir: str, session_id: str) -> str | None:

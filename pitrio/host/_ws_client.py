@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import orjson
 import structlog
@@ -31,14 +31,11 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 from pitrio.channels import Snapshot, SubscriberLagged
 from pitrio.codec import to_wire
 from pitrio.host import _rpc_types as rpc
-from pitrio.host._host import CommandRefused, LiveSession
+from pitrio.host._host import CommandRefused, HostApi, LiveSession
 from pitrio.host._jsonl import JsonParseError, parse_json_line
 from pitrio.host._rpc_commands import LONG_COMMANDS, command_name
 from pitrio.host._rpc_types import MISSING, RpcResponse
 from pitrio.sessions import SessionSnapshot
-
-if TYPE_CHECKING:
-    from pitrio.host._serve import Host
 
 __all__ = ["CLOSE_GOING_AWAY", "CLOSE_LAGGED", "HOST_COMMANDS", "Client", "TokenBucket"]
 
@@ -141,7 +138,7 @@ class Client:
     """
 
     def __init__(
-        self, host: Host, ws: WebSocketConnection, token: str, stream: trio.abc.Stream
+        self, host: HostApi, ws: WebSocketConnection, token: str, stream: trio.abc.Stream
     ) -> None:
         self.host = host
         self.ws = ws
