@@ -1,0 +1,118 @@
+"""A ``pitrio serve`` host in a process of its own that reports its memory on request.
+
+``python -m tests.host.scale_host ROOT [KEY=VALUE ...]`` serves, with the faux provider, the
+sessions of ``ROOT/sessions`` (``KEY=VALUE`` pairs go into the sessions' environment, e.g.
+``PITRIO_FAUX_TOKENS_PER_SECOND=25``). It prints one JSON line ``{"port": ..., "token": ...}``
+on stdout, then answers each line of stdin:
+
+- ``measure``: one JSON line, measured after a full ``gc.collect()`` inside the host's Trio
+  run: ``objects`` (live objects of the host's per-session and per-client types), ``tasks``
+  (Trio's living tasks), ``blocks`` (``sys.getallocatedblocks()``: every memory block the
+  interpreter has allocated, large ones included), ``sessions`` and ``clients`` (the host's
+  live counts);
+
+- ``tasks``: one JSON object, how many living tasks wait in which chain of coroutines (to
+  see where a hang is);
+
+and drains and exits 0 at the end of stdin. Logs go to stderr, warnings and errors only.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+import structlog
+import trio
+from trio_websocket import WebSocketConnection
+
+from pitrio.cli._serve import make_session_factory
+from pitrio.host import Host, HostConfig, open_host
+from pitrio.host._host import LiveSession
+from pitrio.host._ws_client import Client
+from pitrio.sessions import AgentSession
+from tests.host.serve_helpers import faux_env
+
+TRACKED = (AgentSession, LiveSession, Client, WebSocketConnection)
+"""The host's per-session and per-client types, counted by ``measure``."""
+
+
+def measure(host: Host) -> dict[str, Any]:
+    """The host's memory figures now (see the module docstring)."""
+    for _ in range(3):
+        gc.collect()
+    objects = dict.fromkeys((kind.__name__ for kind in TRACKED), 0)
+    for obj in gc.get_objects():
+        for kind in TRACKED:
+            if isinstance(obj, kind):
+                objects[kind.__name__] += 1
+    return {
+        "objects": objects,
+        "tasks": trio.lowlevel.current_statistics().tasks_living,
+        "blocks": sys.getallocatedblocks(),
+        "sessions": len(host.sessions),
+        "clients": len(host.clients),
+    }
+
+
+def _stack(task: trio.lowlevel.Task) -> str:
+    frames = []
+    coro: Any = task.coro
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        if frame is not None:
+            frames.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+    return " > ".join(frames)
+
+
+def task_stacks() -> dict[str, int]:
+    """How many living tasks wait where (the awaited coroutines of each, outermost first):
+    what a hang looks like from inside the host."""
+    stacks: Counter[str] = Counter()
+    root = trio.lowlevel.current_root_task()
+    pending = [] if root is None else [root]
+    while pending:
+        task = pending.pop()
+        stacks[_stack(task)] += 1
+        for nursery in task.child_nurseries:
+            pending.extend(nursery.child_tasks)
+    return dict(stacks.most_common())
+
+
+async def serve(root: str, extra_env: dict[str, str]) -> None:
+    env = {**faux_env(root), **extra_env}
+    factory = make_session_factory(cwd=root, env=env, provider="faux")
+    config = HostConfig(port=0, session_dir=os.path.join(root, "sessions"))
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    async with stdin, open_host(factory, config) as host:
+        print(json.dumps({"port": host.port, "token": host.token}), flush=True)
+        pending = b""
+        while chunk := await stdin.receive_some():
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip() == b"measure":
+                    print(json.dumps(measure(host)), flush=True)
+                elif line.strip() == b"tasks":
+                    print(json.dumps(task_stacks()), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+    root, *pairs = argv
+    extra = dict(pair.split("=", 1) for pair in pairs)
+    trio.run(serve, root, extra)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
