@@ -47,7 +47,10 @@ def load_cli_extensions(
     dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
     runner = ExtensionRunner(cwd=cwd, ui=ui if ui is not None else HeadlessUI(err))
 
+    messages = args.messages
+
     async def load() -> str | None:
+        nonlocal messages
         await load_extensions(
             runner,
             agent_dir=dirs.write_dir,
@@ -56,12 +59,13 @@ def load_cli_extensions(
         )
         for error in runner.load_errors:
             err.write(f"Failed to load extension {error.path}: {error.error}\n")
-        _parse_flags(runner, args.extension_flags)
+        messages = _parse_flags(runner, args)
         if args.session_dir is not None:
             return None
         return await runner.session_directory(cwd)
 
     session_dir = trio.run(load)
+    args = attrs.evolve(args, messages=messages)
 
     def report(error: ExtensionErrorEvent) -> None:
         err.write(f"Extension error ({error.extension_path}): {error.error}\n")
@@ -72,9 +76,13 @@ def load_cli_extensions(
     return runner, args
 
 
-def _parse_flags(runner: ExtensionRunner, given: tuple[str, ...]) -> None:
+def _parse_flags(runner: ExtensionRunner, args: CliArgs) -> tuple[str, ...]:
+    """Set the extensions' flag values from ``args``; returns the messages without the words
+    string flags took as their values (``--name value``)."""
     flags = runner.flags()
-    for arg in given:
+    following = dict(args.extension_flag_values)
+    taken: set[int] = set()
+    for index, arg in enumerate(args.extension_flags):
         name, has_value, value = arg[2:].partition("=")
         flag = flags.get(name)
         if flag is None:
@@ -85,8 +93,12 @@ def _parse_flags(runner: ExtensionRunner, given: tuple[str, ...]) -> None:
             )
         elif has_value:
             runner.flag_values[name] = value
+        elif index in following:
+            runner.flag_values[name] = args.messages[following[index]]
+            taken.add(following[index])
         else:
-            raise CliError(f"pitrio: error: --{name} needs a value (--{name}=VALUE)", exit_code=2)
+            raise CliError(f"pitrio: error: --{name} needs a value (--{name} VALUE)", exit_code=2)
+    return tuple(m for i, m in enumerate(args.messages) if i not in taken)
 
 
 async def discover_resources(runtime: Runtime) -> Runtime:

@@ -266,13 +266,25 @@ def _demo_parser() -> argparse.ArgumentParser:
 def parse_cli_args(argv: Sequence[str]) -> CliArgs:
     """Parse the agent command's arguments (exits with status 2 on a usage error)."""
     parser = _agent_parser()
-    ns, unknown = parser.parse_known_intermixed_args(list(argv))
+    argv, extension_flags, sentinels = _take_extension_flags(parser, argv)
+    ns, unknown = parser.parse_known_intermixed_args(argv)
     # Options nobody knows yet may be flags an extension registers (checked after loading);
     # anything else unknown is the usage error it always was.
     stray = [arg for arg in unknown if not arg.startswith("--") or arg == "--"]
     if stray:
         parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    extension_flags += [arg for arg in unknown if arg not in extension_flags]
     messages = list(ns.messages)
+    # A token after an unknown --flag is a message until the flag turns out to take a value:
+    # remember where it landed (extension_flag_values) and put its text back.
+    candidates: list[tuple[int, int]] = []
+    kept = [m for m in messages if not m.startswith("@")]
+    for position, message in enumerate(kept):
+        if message in sentinels:
+            flag_index, value = sentinels[message]
+            candidates.append((flag_index, position))
+            kept[position] = value
+    messages = [sentinels[m][1] if m in sentinels else m for m in messages]
     if ns.context:
         # --context is the /context command in print mode (handled before any model call).
         if messages:
@@ -318,10 +330,48 @@ def parse_cli_args(argv: Sequence[str]) -> CliArgs:
         offline=ns.offline,
         extensions=tuple(ns.extension),
         no_extensions=ns.no_extensions,
-        extension_flags=tuple(unknown),
+        extension_flags=tuple(extension_flags),
+        extension_flag_values=tuple(candidates),
         themes=tuple(ns.theme),
         no_themes=ns.no_themes,
     )
+
+
+def _take_extension_flags(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> tuple[list[str], list[str], dict[str, tuple[int, str]]]:
+    """Take the long options the parser does not know out of ``argv`` (they may be flags
+    extensions register, known only once they are loaded), so that argparse does not mistake
+    the messages around them for stray arguments.
+
+    Returns the remaining argv, the flags taken, and for each flag followed by a plain word
+    (not ``-...`` or ``@...``, as pi), a sentinel standing in that word's place in argv:
+    sentinel -> (the flag's index, the word). A string flag takes the word as its value
+    (``--name value``); for a boolean flag it stays a message.
+    """
+    known = [option for option in parser._option_string_actions if option.startswith("--")]
+    remaining: list[str] = []
+    flags: list[str] = []
+    sentinels: dict[str, tuple[int, str]] = {}
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        index += 1
+        if arg == "--":
+            remaining += [arg, *argv[index:]]
+            break
+        name = arg.partition("=")[0]
+        if not arg.startswith("--") or any(option.startswith(name) for option in known):
+            remaining.append(arg)
+            continue
+        flags.append(arg)
+        following = argv[index] if index < len(argv) else None
+        if "=" not in arg and following is not None and not following.startswith(("-", "@")):
+            sentinel = f"\x00pitrio-flag-value-{len(sentinels)}\x00"
+            sentinels[sentinel] = (len(flags) - 1, following)
+            remaining.append(sentinel)
+            index += 1
+    return remaining, flags, sentinels
 
 
 def _configure_logging() -> None:

@@ -136,7 +136,10 @@ class CliArgs:
     no_extensions: bool = False
     extension_flags: tuple[str, ...] = ()
     """Options the parser did not know: flags registered by extensions (``--name``,
-    ``--name=value``), checked once the extensions are loaded."""
+    ``--name=value``, ``--name value``), checked once the extensions are loaded."""
+    extension_flag_values: tuple[tuple[int, int], ...] = ()
+    """(index in :attr:`extension_flags`, index in :attr:`messages`): the word after that
+    flag, which is its value if the flag takes one (then it is no message)."""
     themes: tuple[str, ...] = ()
     no_themes: bool = False
 

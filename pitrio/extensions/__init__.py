@@ -22,6 +22,7 @@ from pitrio.extensions._api import RegisteredCommand as RegisteredCommand
 from pitrio.extensions._api import RegisteredFlag as RegisteredFlag
 from pitrio.extensions._api import RegisteredShortcut as RegisteredShortcut
 from pitrio.extensions._events import EVENT_NAMES as EVENT_NAMES
+from pitrio.extensions._events import AfterProviderResponseEvent as AfterProviderResponseEvent
 from pitrio.extensions._events import BeforeAgentStartEvent as BeforeAgentStartEvent
 from pitrio.extensions._events import BeforeAgentStartEventResult as BeforeAgentStartEventResult
 from pitrio.extensions._events import BeforeProviderRequestEvent as BeforeProviderRequestEvent
@@ -75,6 +76,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "EVENT_NAMES",
     "UI_OUTBOX",
+    "AfterProviderResponseEvent",
     "BeforeAgentStartEvent",
     "BeforeAgentStartEventResult",
     "BeforeProviderRequestEvent",

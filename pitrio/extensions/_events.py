@@ -31,6 +31,7 @@ from pitrio.sessions import UserBashResult as UserBashEventResult
 
 __all__ = [
     "EVENT_NAMES",
+    "AfterProviderResponseEvent",
     "BeforeAgentStartEvent",
     "BeforeAgentStartEventResult",
     "BeforeProviderRequestEvent",
@@ -249,6 +250,20 @@ class BeforeProviderRequestEvent:
     )
     payload: Any
     model: Model | None = None
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class AfterProviderResponseEvent:
+    """A provider request's HTTP response, before its body is read (pi 0.73.1): the status
+    and the response headers. Informational: results are ignored."""
+
+    type: Literal["after_provider_response"] = attrs.field(
+        default="after_provider_response", init=False
+    )
+    status: int
+    headers: dict[str, str]
     extra: dict[str, Any] | None = extra_field()
 
 

@@ -12,6 +12,7 @@ moments seed 004 names, and each method runs the handlers of every extension in 
 ``context``                once per reason; patches chain (each handler sees the
                            envelope as patched before it); seed 004's messages too
 ``before_provider_request``payload chain (a non-``None`` return replaces the payload)
+``after_provider_response`` informational (status and headers, once per HTTP request)
 ``tool_call``              first ``block`` wins, the rest are skipped; an exception blocks too
 ``tool_result``            ``content`` / ``details`` / ``is_error`` changes accumulate
 ``message_end``            replacement chain; ``{"message": None}`` drops and stops
@@ -66,6 +67,7 @@ from pitrio.providers import ApiProvider, ImageContent, Model, ProviderRegistry,
 from pitrio.sessions import (
     BeforeAgentStartResult,
     BeforeCompactResult,
+    BeforeForkResult,
     BeforeTreeResult,
     BranchSummaryEntry,
     CompactionEntry,
@@ -447,6 +449,11 @@ class ExtensionRunner(SessionHooks):
                 current = result
         return current if current is not payload else None
 
+    async def after_provider_response(self, status: int, headers: dict[str, str]) -> None:
+        if self.has_handlers("after_provider_response"):
+            event = ev.AfterProviderResponseEvent(status=status, headers=dict(headers))
+            await self.emit("after_provider_response", event)
+
     async def on_agent_event(self, event: AgentEvent) -> None:
         name = event.type
         if isinstance(event, AgentStartEvent):
@@ -623,9 +630,14 @@ class ExtensionRunner(SessionHooks):
         event = ev.SessionBeforeSwitchEvent(reason=reason, target_session_file=target_session_file)
         return bool(ev.field_of(await self._before("session_before_switch", event), "cancel"))
 
-    async def session_before_fork(self, entry_id: str, position: str) -> bool:
+    async def session_before_fork(self, entry_id: str, position: str) -> BeforeForkResult:
+        """The first ``cancel`` wins; else the last result's ``skipConversationRestore``."""
         event = ev.SessionBeforeForkEvent(entry_id=entry_id, position=position)
-        return bool(ev.field_of(await self._before("session_before_fork", event), "cancel"))
+        result = await self._before("session_before_fork", event)
+        return BeforeForkResult(
+            cancel=bool(ev.field_of(result, "cancel")),
+            skip_conversation_restore=bool(ev.field_of(result, "skip_conversation_restore")),
+        )
 
     async def session_before_compact(
         self,

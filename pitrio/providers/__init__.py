@@ -73,6 +73,8 @@ from pitrio.providers._messages import Model as Model
 from pitrio.providers._messages import ModelCost as ModelCost
 from pitrio.providers._messages import ModelThinkingLevel as ModelThinkingLevel
 from pitrio.providers._messages import OnPayload as OnPayload
+from pitrio.providers._messages import OnResponse as OnResponse
+from pitrio.providers._messages import ProviderResponse as ProviderResponse
 from pitrio.providers._messages import StopReason as StopReason
 from pitrio.providers._messages import StreamOptions as StreamOptions
 from pitrio.providers._messages import TextContent as TextContent
@@ -197,12 +199,14 @@ __all__ = [
     "ModelsJsonError",
     "NormalizeToolCallId",
     "OnPayload",
+    "OnResponse",
     "OpenAICompatiblePreset",
     "OpenAIResponsesOptions",
     "PartialAssistantMessage",
     "ProviderError",
     "ProviderNotFound",
     "ProviderRegistry",
+    "ProviderResponse",
     "ProviderStreamFn",
     "RequestAuth",
     "RequestAuthError",

@@ -69,6 +69,7 @@ from pitrio.providers._http import (
     failure_diagnostics,
     new_message_builder,
     open_sse,
+    response_callback,
 )
 from pitrio.providers._json_parse import parse_json_with_repair, parse_streaming_json
 from pitrio.providers._messages import (
@@ -902,6 +903,7 @@ async def _stream(
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
             stall_timeout_ms=options.stall_timeout_ms,
+            on_response=response_callback(options, model),
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             reader = _ResponseReader(model, builder, out, context.tools, endpoint.is_oauth)

@@ -63,6 +63,7 @@ from pitrio.providers._http import (
     failure_diagnostics,
     new_message_builder,
     open_sse,
+    response_callback,
     sse_json,
 )
 from pitrio.providers._messages import (
@@ -688,6 +689,7 @@ async def _run(
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
             stall_timeout_ms=options.stall_timeout_ms,
+            on_response=response_callback(options, model),
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             await _read_events(_Stream(model, builder, out), events)

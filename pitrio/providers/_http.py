@@ -49,7 +49,7 @@ import email.utils
 import math
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -60,7 +60,7 @@ import trio
 from pitrio._awaitable import maybe_await
 from pitrio.providers._events import ErrorEvent
 from pitrio.providers._json_parse import parse_streaming_json
-from pitrio.providers._messages import Model, StreamOptions
+from pitrio.providers._messages import Model, ProviderResponse, StreamOptions
 from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import ProviderError
 from pitrio.providers._sse import SSEDecoder, SSEEvent
@@ -329,8 +329,13 @@ async def open_sse(
     max_retries: int | None = None,
     max_retry_delay_ms: int | None = None,
     stall_timeout_ms: int | None = None,
+    on_response: Callable[[int, dict[str, str]], Awaitable[None]] | None = None,
 ) -> AsyncIterator[AsyncGenerator[SSEEvent, None]]:
     """Send a JSON request and yield the events of its ``text/event-stream`` response.
+
+    ``on_response(status, headers)`` is awaited once, for the response that ends the retries
+    (a success, or the error status that is raised), before its body is read; responses that
+    are retried are not shown (as pi-ai, whose SDKs retry out of sight).
 
     Raises:
         HTTPStatusError: the server answered with status >= 400 (after any retries).
@@ -360,10 +365,17 @@ async def open_sse(
                 await _backoff(attempt, None, max_retry_delay_ms)
                 continue
             try:
+                final = (
+                    response.status_code < 400
+                    or attempt == attempts
+                    or response.status_code not in RETRYABLE_STATUS
+                )
+                if final and on_response is not None:
+                    await on_response(response.status_code, dict(response.headers))
                 if response.status_code >= 400:
                     text = await _read_error_body(response)
                     error = HTTPStatusError(response.status_code, text, response.headers)
-                    if attempt == attempts or response.status_code not in RETRYABLE_STATUS:
+                    if final:
                         raise error
                     await _backoff(attempt, _retry_after_s(response.headers), max_retry_delay_ms)
                     continue
@@ -497,6 +509,20 @@ async def apply_on_payload(options: StreamOptions, body: Any, model: Model) -> A
         return body
     replaced = await maybe_await(options.on_payload(body, model))
     return body if replaced is None else replaced
+
+
+def response_callback(
+    options: StreamOptions, model: Model
+) -> Callable[[int, dict[str, str]], Awaitable[None]] | None:
+    """``options.on_response`` as :func:`open_sse` calls it (``None`` without one)."""
+    on_response = options.on_response
+    if on_response is None:
+        return None
+
+    async def call(status: int, headers: dict[str, str]) -> None:
+        await maybe_await(on_response(ProviderResponse(status=status, headers=headers), model))
+
+    return call
 
 
 def new_message_builder(model: Model) -> AssistantMessageBuilder:

@@ -280,6 +280,19 @@ OnPayload: TypeAlias = Callable[[Any, Model], Any]
 
 
 @attrs.frozen(kw_only=True)
+class ProviderResponse:
+    """The HTTP answer to a provider request, before its body is read (pi-ai's ``onResponse``
+    argument): the status and the response headers (lower-case names)."""
+
+    status: int
+    headers: Mapping[str, str]
+
+
+OnResponse: TypeAlias = Callable[[ProviderResponse, Model], Any]
+"""Called once per request with the final response's status and headers (sync or async)."""
+
+
+@attrs.frozen(kw_only=True)
 class ThinkingBudgets:
     """Token budgets per thinking level (token-budget providers only)."""
 
@@ -304,6 +317,9 @@ class StreamOptions:
     cache_retention: CacheRetention | None = None
     session_id: str | None = None
     on_payload: OnPayload | None = None
+    on_response: OnResponse | None = None
+    """Called once per request when the response that ends its retries arrives, before its
+    body is read (see :func:`pitrio.providers._http.open_sse`)."""
     headers: Mapping[str, str] | None = None
     timeout_ms: int | None = None
     max_retries: int | None = None

@@ -63,6 +63,7 @@ from pitrio.providers._http import (
     describe_failure,
     failure_diagnostics,
     new_message_builder,
+    response_callback,
 )
 from pitrio.providers._http import open_sse as open_sse
 from pitrio.providers._http import sse_json as sse_json
@@ -260,6 +261,7 @@ async def _run(
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
             stall_timeout_ms=options.stall_timeout_ms,
+            on_response=response_callback(options, model),
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             finished = False

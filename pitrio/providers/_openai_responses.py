@@ -65,6 +65,7 @@ from pitrio.providers._http import (
     emit_failure,
     new_message_builder,
     open_sse,
+    response_callback,
     sse_json,
 )
 from pitrio.providers._json_parse import parse_streaming_json
@@ -928,6 +929,7 @@ async def stream_openai_responses(
             max_retries=options.max_retries,
             max_retry_delay_ms=options.max_retry_delay_ms,
             stall_timeout_ms=options.stall_timeout_ms,
+            on_response=response_callback(options, model),
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             finished = await process_responses_stream(events, builder, out, model, stream_options)

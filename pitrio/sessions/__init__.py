@@ -23,6 +23,7 @@ from pitrio.sessions._agent_session_types import (
 from pitrio.sessions._agent_session_types import AgentSessionEvent as AgentSessionEvent
 from pitrio.sessions._agent_session_types import BeforeAgentStartResult as BeforeAgentStartResult
 from pitrio.sessions._agent_session_types import BeforeCompactResult as BeforeCompactResult
+from pitrio.sessions._agent_session_types import BeforeForkResult as BeforeForkResult
 from pitrio.sessions._agent_session_types import BeforeTreeResult as BeforeTreeResult
 from pitrio.sessions._agent_session_types import CompactionEventStyle as CompactionEventStyle
 from pitrio.sessions._agent_session_types import ExtensionErrorEvent as ExtensionErrorEvent
@@ -175,6 +176,7 @@ __all__ = [
     "BashResult",
     "BeforeAgentStartResult",
     "BeforeCompactResult",
+    "BeforeForkResult",
     "BeforeTreeResult",
     "BranchSummaryEntry",
     "BranchSummaryMessage",

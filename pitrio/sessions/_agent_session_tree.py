@@ -22,6 +22,7 @@ from pitrio.providers import (
     clamp_thinking_level,
 )
 from pitrio.sessions._agent_session_types import (
+    BeforeForkResult,
     ForkResult,
     NavigateTreeResult,
     TreePreparation,
@@ -147,8 +148,15 @@ async def fork(
     session: SessionCore, entry_id: str, position: Literal["before", "at"]
 ) -> ForkResult:
     """See :meth:`AgentSession.fork`."""
-    if await session.hook("session_before_fork", entry_id, position):
+    decision = await session.hook("session_before_fork", entry_id, position)
+    if isinstance(decision, BeforeForkResult):
+        if decision.cancel:
+            return ForkResult(cancelled=True)
+        skip_restore = decision.skip_conversation_restore
+    elif decision:
         return ForkResult(cancelled=True)
+    else:
+        skip_restore = False
     manager = session.session_manager
     selected = manager.get_entry(entry_id)
     if selected is None:
@@ -164,6 +172,12 @@ async def fork(
         target = selected.parent_id
         text = user_text(selected.message)
     async with session.exclusive():
+        if skip_restore:
+            # Seed 004's skipConversationRestore: the fork happens (a new session, its
+            # events), but the conversation is not moved back to the entry: the new session
+            # holds the path to the current leaf, so the agent's transcript and the file
+            # stay one.
+            target = manager.get_leaf_id()
         previous = session.session_manager.get_session_file()
         await session.hook("session_shutdown", "fork")
         if target is None:

@@ -238,6 +238,15 @@ class BeforeCompactResult:
 
 
 @attrs.frozen(kw_only=True)
+class BeforeForkResult:
+    """Cancel the fork, or fork without restoring the conversation to the chosen entry
+    (``skip_conversation_restore``: the new session keeps the conversation as it is now)."""
+
+    cancel: bool = False
+    skip_conversation_restore: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class TreePreparation:
     """What a tree navigation is about to do (given to ``session_before_tree``)."""
 
@@ -314,6 +323,11 @@ class SessionHooks:
         """The provider's request body, before it is sent: a replacement (``None``: unchanged)."""
         return None
 
+    async def after_provider_response(self, status: int, headers: dict[str, str]) -> None:
+        """A provider request's response arrived (status and headers), before its body is
+        read: once per agent request that got an HTTP answer (pi 0.73.1's
+        ``after_provider_response``)."""
+
     async def user_bash(
         self, command: str, exclude_from_context: bool, cwd: str
     ) -> UserBashResult | None:
@@ -365,8 +379,10 @@ class SessionHooks:
         """Return True to cancel a new-session or resume."""
         return False
 
-    async def session_before_fork(self, entry_id: str, position: str) -> bool:
-        """Return True to cancel a fork."""
+    async def session_before_fork(self, entry_id: str, position: str) -> bool | BeforeForkResult:
+        """Return True (or a :class:`BeforeForkResult` with ``cancel``) to cancel a fork; a
+        result with ``skip_conversation_restore`` forks without moving the conversation back to
+        the chosen entry."""
         return False
 
     async def session_before_compact(

@@ -64,11 +64,13 @@ from pitrio.providers import (
     Model,
     ModelThinkingLevel,
     ProviderRegistry,
+    ProviderResponse,
     StreamOptions,
     ToolResultMessage,
     UserMessage,
     complete_simple,
     default_catalogue,
+    models_are_equal,
 )
 from pitrio.sessions import _agent_session_tree as _tree
 from pitrio.sessions import _session_commands as cmd
@@ -219,9 +221,26 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             after_tool_call=self.hooks.tool_result if hooks is not None else None,
             on_payload=self.hooks.before_provider_request if hooks is not None else None,
         )
+        if hooks is not None:
+            self.agent.stream_fn = self._with_on_response(self.agent.stream_fn)
         self._pending_entries = _tree.restore_state(self, model, thinking_level)
         self.agent.subscribe(self._on_agent_event)
         self.context_engine = install_context_engine(self)  # seed 001's envelope and hooks
+
+    def _with_on_response(self, stream_fn: StreamFn) -> StreamFn:
+        """``stream_fn`` with the ``after_provider_response`` hook as the requests'
+        ``on_response`` (it runs in the run's task, under its cancel scope, like
+        ``before_provider_request``)."""
+
+        async def on_response(response: ProviderResponse, model: Model) -> None:
+            await self.hook("after_provider_response", response.status, dict(response.headers))
+
+        def stream(nursery: trio.Nursery, model: Model, context: Any, options: Any) -> Any:
+            return stream_fn(
+                nursery, model, context, attrs.evolve(options, on_response=on_response)
+            )
+
+        return stream
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -548,9 +567,14 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self._retry.reset()
         self._last_assistant = None
         self._compactor.overflow_recovery_attempted = False
+        before = self.agent.model
         self._pending_entries = _tree.restore_state(self, None, None)
         self._write_pending_entries()
         await self.hook("session_start", reason, previous)
+        after = self.agent.model
+        if after is not None and not models_are_equal(before, after):
+            # Seed 004: model_select with source "restore" when the session brought its model.
+            await self.hook("model_select", after, before, "restore")
 
     async def complete(
         self, model: Model, context: Context, options: StreamOptions

@@ -223,9 +223,22 @@ class UserBashMethods:
         """
         # Seed 004's user_bash: an extension may run the command elsewhere (operations) or
         # answer it outright (result, recorded as if the command had run).
-        decision = await self._actor.hook(
-            "user_bash", command, bool(exclude_from_context), self._actor.session_manager.get_cwd()
-        )
+        # The hook counts as part of the command: abort_bash() cancels a slow handler too.
+        deciding = _Running(scope=trio.CancelScope())
+        self._actor.user_bash.running.append(deciding)
+        try:
+            with deciding.scope:
+                decision = await self._actor.hook(
+                    "user_bash",
+                    command,
+                    bool(exclude_from_context),
+                    self._actor.session_manager.get_cwd(),
+                )
+        finally:
+            self._actor.user_bash.running.remove(deciding)
+            deciding.done.set()
+        if deciding.scope.cancelled_caught:
+            return BashResult(output="", cancelled=True)
         if decision is not None and decision.result is not None:
             await self.record_bash_result(
                 command, decision.result, exclude_from_context=exclude_from_context
