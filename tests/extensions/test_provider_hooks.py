@@ -197,3 +197,28 @@ def test_cli_string_flag_takes_the_next_word_as_its_value(tmp_path: Path) -> Non
     done = run_cli(tmp_path, "-e", str(ext), "-p", "hi", "--suffix")
     assert done.returncode == 2
     assert "--suffix needs a value" in done.stderr
+
+
+RESOURCES_EXTENSION = """
+import pathlib
+HERE = pathlib.Path(__file__).parent
+def register(pi):
+    def discover(event, ctx):
+        return {"skillPaths": [str(HERE / "skills" / "deploy" / "SKILL.md")]}
+    pi.on("resources_discover", discover)
+"""
+
+
+def test_cli_resources_discover_skill_reaches_the_system_prompt(tmp_path: Path) -> None:
+    """A skill path returned by resources_discover is in the system prompt's skills part
+    (pitrio --context --full shows the compiled prompt)."""
+    ext = write(tmp_path / "ext" / "res.py", RESOURCES_EXTENSION)
+    write(
+        tmp_path / "ext" / "skills" / "deploy" / "SKILL.md",
+        "---\nname: deploy\ndescription: Ship the build to production.\n---\nSteps.\n",
+    )
+    done = run_cli(tmp_path, "-e", str(ext), "--context", "--full")
+    assert done.returncode == 0, done.stderr
+    assert "Ship the build to production." in done.stdout
+    done = run_cli(tmp_path, "--context", "--full")
+    assert "Ship the build to production." not in done.stdout
