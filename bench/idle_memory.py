@@ -8,7 +8,13 @@ served (its tasks running) and never prompted, are kept; ``gc.collect()`` again.
 traced (``tracemalloc`` is off: ``sys.getallocatedblocks`` stands in for V8's heapUsed as a
 count of live objects). Then every session is disposed and dropped: what was not released.
 
+``--trace`` also runs ``tracemalloc`` over the creation (slower, and its own memory inflates the
+RSS figures) and reports the bytes per session by allocating site, each allocation charged to
+the innermost frame in ``pitrio/`` or ``bench/`` (``tracemalloc_sites``): what an idle session
+holds, line by line.
+
     python bench/idle_memory.py --n 10000
+    python bench/idle_memory.py --n 2000 --trace
 
 Prints one JSON object on the last line.
 """
@@ -19,6 +25,9 @@ import argparse
 import gc
 import sys
 import time
+import tracemalloc
+from collections import Counter
+from typing import Any
 
 import trio
 
@@ -47,6 +56,30 @@ async def settle() -> None:
     gc.collect()
 
 
+TRACE_FRAMES = 40
+TRACE_SITES = 20
+
+
+def charged_sites(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, n: int) -> Any:
+    """Bytes and blocks per session by the innermost pitrio/bench frame that allocated them."""
+    size: Counter[str] = Counter()
+    count: Counter[str] = Counter()
+    for stat in after.compare_to(before, "traceback"):
+        site = "other"
+        for frame in reversed(stat.traceback):  # oldest first: walk from the newest
+            name = frame.filename
+            at = max(name.rfind("/pitrio/"), name.rfind("/bench/"))
+            if at >= 0:
+                site = f"{name[at + 1 :]}:{frame.lineno}"
+                break
+        size[site] += stat.size_diff
+        count[site] += stat.count_diff
+    return [
+        {"site": site, "bytes": round(total / n, 1), "blocks": round(count[site] / n, 2)}
+        for site, total in size.most_common(TRACE_SITES)
+    ]
+
+
 async def main_async(args: argparse.Namespace) -> None:
     n = args.n
     faux, registry = setup_faux()
@@ -62,12 +95,19 @@ async def main_async(args: argparse.Namespace) -> None:
         rss_before = current_rss_bytes()
         blocks_before = sys.getallocatedblocks()
         tasks_before = count_tasks()
+        if args.trace:
+            tracemalloc.start(TRACE_FRAMES)
+            trace_before = tracemalloc.take_snapshot()
 
         start = time.perf_counter()
         sessions = [await factory.start(nursery) for _ in range(n)]
         create_s = time.perf_counter() - start
         rss_before_gc = current_rss_bytes()
         await settle()
+        sites = None
+        if args.trace:
+            sites = charged_sites(trace_before, tracemalloc.take_snapshot(), n)
+            tracemalloc.stop()
         rss_after = current_rss_bytes()
         blocks_after = sys.getallocatedblocks()
         tasks_per_session = (count_tasks() - tasks_before) / n
@@ -99,6 +139,7 @@ async def main_async(args: argparse.Namespace) -> None:
                 (blocks_after_dispose - blocks_before) / n, 2
             ),
             "system_prompt_chars": len(factory.system_prompt),
+            **({"tracemalloc_sites": sites} if sites is not None else {}),
             "env": env(),
         }
     )
@@ -107,6 +148,7 @@ async def main_async(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="RSS of idle AgentSessions (pi scenario 4).")
     parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--trace", action="store_true", help="bytes per session by site")
     trio.run(main_async, parser.parse_args())
 
 

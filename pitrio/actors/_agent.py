@@ -182,6 +182,48 @@ class Agent:
     runs, by the mutators.
     """
 
+    # Slots: an Agent has more than 30 attributes, so without them each instance carries its
+    # own 1.6 KB attribute dict (no key sharing past 30 keys); an idle AgentSession holds one.
+    # A new attribute goes here too (assigning one that is not listed raises AttributeError).
+    __slots__ = (
+        "_bus",
+        "_closed",
+        "_error",
+        "_follow_up",
+        "_inbox",
+        "_messages",
+        "_model",
+        "_nursery",
+        "_pending_tool_calls",
+        "_provider_tools",
+        "_run",
+        "_starting",
+        "_steering",
+        "_stream_message",
+        "_system_prompt",
+        "_thinking_level",
+        "_tools",
+        "after_tool_call",
+        "before_tool_call",
+        "busy_policy",
+        "convert_to_llm",
+        "get_api_key",
+        "max_retry_delay_ms",
+        "on_message_end",
+        "on_payload",
+        "prepare_request",
+        "record_event",
+        "session_id",
+        "should_stop_after_turn",
+        "stall_timeout_ms",
+        "steering_skips_tools",
+        "stream_fn",
+        "thinking_budgets",
+        "tool_execution",
+        "transform_context",
+        "transport",
+    )
+
     def __init__(
         self,
         *,
