@@ -337,7 +337,7 @@ class Client:
             if isinstance(type_, str) and type_ in HOST_COMMANDS:
                 await self._host_command(type_, id_, record)
             else:
-                await self._session_command(parsed, session)
+                await self._session_command(parsed, id_, session)
         except CommandRefused as exc:
             await self._error(id_, type_, exc.kind, str(exc), session, metric=exc.kind)
 
@@ -356,11 +356,12 @@ class Client:
         limit_field = limit if limit in _LIMIT_KINDS else None
         await self.send(_fail(id_, command, limit_field, message, session))
 
-    async def _session_command(self, parsed: Any, session_id: str | None) -> None:
+    async def _session_command(self, parsed: Any, id_: Any, session_id: str | None) -> None:
         try:
             command = rpc.decode_command(parsed)
         except rpc.UnknownCommand as exc:
-            await self._error(MISSING, exc.type, None, str(exc), session_id, metric="unknown")
+            # Unlike RPC mode (pi answers without it), the id is echoed: clients match by id.
+            await self._error(id_, exc.type, None, str(exc), session_id, metric="unknown")
             return
         except rpc.InvalidCommand as exc:
             await self._error(exc.id, exc.command, None, str(exc), session_id)

@@ -247,7 +247,7 @@ async def test_each_limit_is_an_error_and_the_connection_stays_open(tmp_path: Pa
             "Failed to parse command: Unexpected token 'o', \"not json\" is not valid JSON",
         ),
         ("[1, 2]", "Unknown command: undefined"),
-        ('{"type": "bogus", "session": "x"}', "Unknown command: bogus"),
+        ('{"type": "bogus", "session": "x", "id": 7}', "Unknown command: bogus"),
         ('{"type": "get_state", "session": "nope"}', "Unknown session: nope"),
         ('{"type": "get_state"}', 'Command get_state needs a "session" field'),
         ('{"type": "open_session"}', 'Command open_session needs a "session" field'),
@@ -265,6 +265,8 @@ async def test_malformed_frames_get_an_error_response(
     async with open_test_host(tmp_path) as host, open_client(host) as client:
         answer = await client.raw_call(frame)
         assert answer["success"] is False and answer["error"] == error
+        if '"id"' in frame:
+            assert answer["id"] == json.loads(frame)["id"]  # echoed, unlike RPC mode
         assert (await client.call({"type": "list_sessions"}))["success"] is True
 
 
