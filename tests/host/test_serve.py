@@ -412,3 +412,20 @@ async def test_drain_answers_503_lets_the_turn_end_and_closes_clients_with_1001(
         assert closed.value.reason is not None and closed.value.reason.code == 1001
         assert frames[-1] == {"type": "session_closed", "session": sid}
         assert not host.sessions
+
+
+def test_the_host_token_comes_from_the_flag_then_the_environment_then_settings(
+    tmp_path: Path,
+) -> None:
+    """``--token`` wins over ``$PITRIO_HOST_TOKEN``, which wins over the ``host.token``
+    setting; with none, no token (the host generates one)."""
+    from pitrio.cli._serve import host_token
+    from tests.host.serve_helpers import faux_env
+
+    env = faux_env(str(tmp_path))
+    assert host_token(None, env, str(tmp_path)) is None
+    env = faux_env(str(tmp_path), settings={"host": {"token": "from-settings"}})
+    assert host_token(None, env, str(tmp_path)) == "from-settings"
+    env["PITRIO_HOST_TOKEN"] = "from-env"
+    assert host_token(None, env, str(tmp_path)) == "from-env"
+    assert host_token("from-flag", env, str(tmp_path)) == "from-flag"
