@@ -211,16 +211,7 @@ class Host:
         """
         if self.draining:
             raise CommandRefused("draining", "The host is shutting down")
-        limit = self.config.limits.max_sessions_per_token
-        tokens = self.tokens
-        if not tokens.is_host(token):
-            if tokens.created.get(token, 0) >= limit:
-                raise CommandRefused(
-                    "max_sessions_per_token",
-                    f"Too many open sessions: a token may have {limit} "
-                    "(max_sessions_per_token); close one first",
-                )
-            tokens.created[token] = tokens.created.get(token, 0) + 1
+        self._reserve(token)
         request = SessionRequest(
             session_dir=self.config.session_dir,
             cwd=cwd,
@@ -230,11 +221,29 @@ class Host:
         try:
             live = await self._start(request, token)
         except BaseException:
-            if not tokens.is_host(token):
-                tokens.created[token] -= 1
+            self._release(token)
             raise
-        tokens.grant(token, live.id)
+        self.tokens.grant(token, live.id)
         return live
+
+    def _reserve(self, token: str) -> None:
+        """Count one more live session for a client token, within its limit."""
+        tokens = self.tokens
+        if tokens.is_host(token):
+            return
+        limit = self.config.limits.max_sessions_per_token
+        if tokens.created.get(token, 0) >= limit:
+            raise CommandRefused(
+                "max_sessions_per_token",
+                f"Too many open sessions: a token may have {limit} "
+                "(max_sessions_per_token); close one first",
+            )
+        tokens.created[token] = tokens.created.get(token, 0) + 1
+
+    def _release(self, token: str) -> None:
+        created = self.tokens.created
+        if token in created:
+            created[token] = max(0, created[token] - 1)
 
     async def open_session(self, token: str, session_id: str) -> LiveSession:
         """The live session ``session_id``, reopened from its file if it was closed.
@@ -259,15 +268,16 @@ class Host:
             if path is None:
                 raise CommandRefused("unknown_session", f"Unknown session: {session_id}")
             request = SessionRequest(session_dir=self.config.session_dir, session_file=path)
-            owner = self.sessions_owner(session_id, token)
-            return await self._start(request, owner, session_id)
+            # The token that reopens it owns it now: it counts towards that token's limit.
+            self._reserve(token)
+            try:
+                return await self._start(request, token, session_id)
+            except BaseException:
+                self._release(token)
+                raise
         finally:
             del self._opening[session_id]
             opening.set()
-
-    def sessions_owner(self, session_id: str, token: str) -> str:
-        """Who owns a reopened session: the token that reopens it (it may open it)."""
-        return token
 
     async def _start(
         self, request: SessionRequest, owner: str, expected_id: str | None = None
@@ -293,8 +303,7 @@ class Host:
     def _closed(self, live: LiveSession) -> None:
         if self.sessions.get(live.id) is live:
             del self.sessions[live.id]
-        if not self.tokens.is_host(live.owner) and live.owner in self.tokens.created:
-            self.tokens.created[live.owner] = max(0, self.tokens.created[live.owner] - 1)
+        self._release(live.owner)
         self.metrics.sessions_closed_total += 1
 
     async def close_session(self, live: LiveSession) -> None:
