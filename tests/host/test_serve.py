@@ -433,3 +433,21 @@ def test_the_host_token_comes_from_the_flag_then_the_environment_then_settings(
     env["PITRIO_HOST_TOKEN"] = "from-env"
     assert host_token(None, env, str(tmp_path)) == "from-env"
     assert host_token("from-flag", env, str(tmp_path)) == "from-flag"
+
+
+async def test_a_session_a_client_token_reopens_counts_towards_its_limit(tmp_path: Path) -> None:
+    """With a limit of one live session, a client token that reopened its closed session
+    cannot create a second one."""
+    async with (
+        open_test_host(tmp_path, limits=HostLimits(max_sessions_per_token=1)) as host,
+        open_client(host) as admin,
+    ):
+        token = (await admin.call({"type": "create_token"}))["data"]["token"]
+        async with open_client(host, token=token) as guest:
+            sid = (await guest.call({"type": "create_session"}))["data"]["session"]
+            await guest.send({"type": "prompt", "session": sid, "message": "write the file"})
+            await guest.until(_is_end)
+            assert (await guest.call({"type": "close_session", "session": sid}))["success"]
+            assert (await guest.call({"type": "open_session", "session": sid}))["success"]
+            refused = await guest.call({"type": "create_session"})
+            assert refused["success"] is False and refused["limit"] == "max_sessions_per_token"
