@@ -115,6 +115,11 @@ class Host:
         """Listen and serve until :meth:`drain` has finished (or the call is cancelled)."""
         config = self.config
         listeners = await trio.open_tcp_listeners(config.port, host=config.host or None)
+        if config.port == 0 and len(listeners) > 1:
+            # Port 0 on a name with several addresses gives each its own port: keep one.
+            for extra in listeners[1:]:
+                await extra.aclose()
+            listeners = listeners[:1]
         self.port = listeners[0].socket.getsockname()[1]
         self._origins = frozenset(
             {
