@@ -257,6 +257,18 @@ async def test_each_limit_is_an_error_and_the_connection_stays_open(tmp_path: Pa
         ('{"type": "open_session"}', 'Command open_session needs a "session" field'),
         ('{"type": "get_state", "session": 5}', 'Invalid command: "session" must be a string'),
         (
+            '{"type": "create_session", "cwd": 5}',
+            'Invalid create_session command: "cwd" must be a string',
+        ),
+        (
+            '{"type": "create_session", "cwd": "/nonexistent/dir"}',
+            "Cannot open the session: No such directory: /nonexistent/dir",
+        ),
+        (
+            '{"type": "open_session", "session": "s", "resume_from": -1}',
+            'Invalid open_session command: "resume_from" must be an integer >= 0',
+        ),
+        (
             '{"type": "prompt", "session": "s", "message": 5}',
             'Invalid prompt command: "message" must be a string',
         ),
