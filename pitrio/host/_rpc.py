@@ -186,18 +186,21 @@ class RpcServer:
             await self._respond(rpc.RpcResponse.fail(exc.id, exc.command, str(exc)))
             return
         if isinstance(command, LONG_COMMANDS):
-            await self._limiter.acquire_on_behalf_of(command)
-            await commands.start(self._run_long, command)
+            # A token of its own borrows the slot: a command is not always hashable (a
+            # prompt's images are dicts).
+            borrower = object()
+            await self._limiter.acquire_on_behalf_of(borrower)
+            await commands.start(self._run_long, command, borrower)
         else:
             await self._run(command)
 
     async def _run_long(
-        self, command: rpc.RpcCommand, *, task_status: trio.TaskStatus[None]
+        self, command: rpc.RpcCommand, borrower: object, *, task_status: trio.TaskStatus[None]
     ) -> None:
         try:
             await self._run(command, task_status)
         finally:
-            self._limiter.release_on_behalf_of(command)
+            self._limiter.release_on_behalf_of(borrower)
 
     async def _run(
         self, command: rpc.RpcCommand, task_status: trio.TaskStatus[None] | None = None
