@@ -8,13 +8,13 @@ resources the system prompt is built from, and the expansion of what the user ty
   ``shellPath`` shape bash, ``images.autoResize`` the read tool.
 * **Resources**: :func:`~pitrio.sessions.resources.load_resources` from the resource dir
   (:func:`resource_dir`), run in a worker thread.
-* **Prompts**: ``/skill:name args`` then ``/template args`` are expanded in each prompt, as
-  pi's ``AgentSession.prompt`` expands them.
+* **Prompts**: the loaded skills and prompt templates go to the session
+  (:func:`prompt_resources`), whose ``prompt`` expands ``/skill:name args`` then
+  ``/template args`` after the ``input`` hook, as pi's ``AgentSession.prompt`` does.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,8 +27,6 @@ from pitrio.sessions._settings import SettingsScope
 from pitrio.sessions.resources import (
     AgentDirs,
     Resources,
-    expand_prompt_template,
-    expand_skill_command,
     load_resources,
 )
 from pitrio.tools import AgentTool
@@ -236,14 +234,10 @@ def resource_warnings(resources: Resources) -> list[str]:
     return lines
 
 
-def expand_text(text: str, resources: Resources) -> str:
-    """``/skill:name`` then ``/template`` expansion (blocking: a skill's file is read)."""
-    return expand_prompt_template(expand_skill_command(text, resources.skills), resources.prompts)
-
-
-async def expand_prompt(text: str, resources: Resources) -> str:
-    """:func:`expand_text` in a worker thread."""
-    return await run_file_work(functools.partial(expand_text, text, resources))
+def prompt_resources(resources: Resources) -> dict[str, Any]:
+    """The session options that let ``AgentSession.prompt`` expand ``/skill:name`` and
+    ``/template`` commands with ``resources``' skills and prompt templates."""
+    return {"skills": resources.skills, "prompt_templates": resources.prompts}
 
 
 def describe_resources(resources: Resources, tool_names: Sequence[str]) -> list[str]:

@@ -11,8 +11,11 @@
 
 Before the session opens, the resources (context files, skills, prompt templates, SYSTEM.md)
 are loaded in a worker thread and the system prompt is built for the runtime's tools; problems
-with resources are warnings on stderr. Each prompt has its ``/skill:name`` and ``/template``
-commands expanded before it is sent; the images of ``@file`` arguments go with the first.
+with resources are warnings on stderr. Each prompt goes to ``AgentSession.prompt`` as written:
+the session runs extension commands, the ``input`` hook, built-in commands (``/context``) and
+the ``/skill:name`` and ``/template`` expansion in that order (seed 004); the images of
+``@file`` arguments go with the first. A prompt a built-in command answered prints its text
+(text mode) or one ``{"type": "<command>", ...}`` line (json mode), and calls no model.
 
 A prompt the session refuses (no model, no API key ...) ends the run with its message on
 stderr and exit status 1. When the reader of stdout goes away (``| head``), the run is aborted
@@ -28,8 +31,8 @@ from typing import BinaryIO, Final, Literal, TextIO
 from pitrio._exceptions import PitrioError
 from pitrio.cli._coding import (
     describe_resources,
-    expand_prompt,
     load_session_resources,
+    prompt_resources,
     resource_warnings,
 )
 from pitrio.cli._setup import Runtime
@@ -40,9 +43,9 @@ from pitrio.sessions import (
     AgentSession,
     AgentSessionEvent,
     AutoRetryStartEvent,
+    BuiltinCommandResult,
     open_agent_session,
 )
-from pitrio.sessions.envelope import context_prompt_answer, is_context_command
 
 PrintMode = Literal["text", "json"]
 
@@ -122,7 +125,8 @@ async def run_print_mode(
 
     Args:
         mode: ``"text"`` (final answer only) or ``"json"`` (every event).
-        prompts: the messages to send, in order (skill and template commands are expanded).
+        prompts: the messages to send, in order, as written (the session expands skill and
+            template commands and answers built-in ones).
         out: where results go (bytes, UTF-8).
         err: where errors go.
         images: sent with the first prompt (``@file`` images).
@@ -148,7 +152,7 @@ async def run_print_mode(
             *describe_resources(resources, runtime.tool_names),
         ]
         err.write("".join(f"{line}\n" for line in startup))
-    options = runtime.session_options(system_prompt)
+    options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
     opening = (
         open_agent_session(**options)
         if runtime.extensions is None
@@ -165,35 +169,32 @@ async def run_print_mode(
         else:
             # JSON mode already shows auto_retry_start events; text mode would be silent.
             session.subscribe(_RetryNotices(err).on_event)
-        context_last = False
+        builtin_last = False
         try:
             for index, prompt in enumerate(prompts):
                 if lines is not None and lines.reader_gone:
                     break
-                context_last = is_context_command(prompt)
-                if context_last:  # built in: answered here, never sent to the model
-                    await _print_context(session, prompt, out, lines)
-                    continue
-                text = await expand_prompt(prompt, resources)
-                await session.prompt(text, images=images if index == 0 and images else None)
+                answered = await session.prompt(
+                    prompt, images=images if index == 0 and images else None
+                )
+                builtin_last = answered is not None
+                if answered is not None:  # a built-in command: nothing was sent to the model
+                    _print_builtin(answered, out, lines)
         except PitrioError as exc:
             err.write(f"{exc}\n")
             return 1
-        if mode == "json" or context_last:
+        if mode == "json" or builtin_last:
             return 0
         return _print_last_answer(session, out, err)
 
 
-async def _print_context(
-    session: AgentSession, prompt: str, out: BinaryIO, lines: _JsonLines | None
-) -> None:
-    """``/context`` in print mode: the text (text mode) or one ``{"type": "context", ...}``
-    JSON line (json mode: :func:`~pitrio.sessions.envelope.context_to_wire` plus ``text``)."""
-    answer = await context_prompt_answer(session, prompt)
+def _print_builtin(answered: BuiltinCommandResult, out: BinaryIO, lines: _JsonLines | None) -> None:
+    """A built-in command's answer: its text (text mode) or one ``{"type": "<command>", ...}``
+    JSON line (json mode; for ``/context``: ``context_to_wire`` of the view plus ``text``)."""
     if lines is not None:
-        lines.write(dumps({"type": "context", **answer}))
+        lines.write(dumps({"type": answered.name, **answered.output}))
         return
-    out.write(answer["text"].encode("utf-8", "replace"))
+    out.write(answered.text.encode("utf-8", "replace"))
     out.flush()
 
 

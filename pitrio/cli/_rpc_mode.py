@@ -1,6 +1,7 @@
 """``pitrio --mode rpc``: pi's RPC protocol on stdin/stdout (:mod:`pitrio.host`).
 
-The session is built as in print mode (resources, system prompt, tools); then
+The session is built as in print mode (resources, system prompt, tools, the skills and
+templates its ``prompt`` expands); then
 :class:`~pitrio.host.RpcServer` serves it on stdin and stdout until stdin ends, or until
 ``SIGTERM`` / ``SIGHUP`` (exit status 143 / 129, as pi's), after which the session is closed and
 what it appended is written. Only protocol records go to stdout; warnings and logs go to stderr.
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 import attrs
 import trio
 
-from pitrio.cli._coding import expand_prompt, load_session_resources, resource_warnings
+from pitrio.cli._coding import load_session_resources, prompt_resources, resource_warnings
 from pitrio.cli._extensions import discover_resources
 from pitrio.cli._setup import Runtime
 from pitrio.codec import dumps
@@ -101,14 +102,13 @@ async def run_rpc_mode(runtime: Runtime, *, err: TextIO) -> int:
     err.flush()
     system_prompt = resources.build_system_prompt(list(runtime.tool_names))
     services = RpcServices(
-        expand_input=functools.partial(_expand, resources=resources),
         list_commands=functools.partial(list_commands, resources, runtime.resources.cwd),
         export_html=_export_html,
     )
     status = 0
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
-    options = runtime.session_options(system_prompt)
+    options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
     runner = runtime.extensions
     async with (
         stdin,
@@ -137,10 +137,6 @@ async def run_rpc_mode(runtime: Runtime, *, err: TextIO) -> int:
                 await server.serve(stdin, stdout)
                 nursery.cancel_scope.cancel()
     return status
-
-
-async def _expand(text: str, *, resources: Resources) -> str:
-    return await expand_prompt(text, resources)
 
 
 def run_rpc_command(args: CliArgs, *, err: TextIO, env: Mapping[str, str], cwd: str) -> int:

@@ -112,8 +112,8 @@ def make_session_factory(
     """
     import trio
 
-    from pitrio.cli._coding import load_session_resources
-    from pitrio.cli._rpc_mode import _expand, _export_html, list_commands
+    from pitrio.cli._coding import load_session_resources, prompt_resources
+    from pitrio.cli._rpc_mode import _export_html, list_commands
     from pitrio.cli._setup import CliArgs, CliError, build_runtime
     from pitrio.host import OpenedSession, RpcServices
     from pitrio.sessions import open_agent_session
@@ -147,11 +147,11 @@ def make_session_factory(
             raise
         system_prompt = resources.build_system_prompt(list(runtime.tool_names))
         services = RpcServices(
-            expand_input=functools.partial(_expand, resources=resources),
             list_commands=functools.partial(list_commands, resources, runtime.resources.cwd),
             export_html=_export_html,
         )
-        async with open_agent_session(**runtime.session_options(system_prompt)) as session:
+        options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
+        async with open_agent_session(**options) as session:
             yield OpenedSession(session, services)
 
     return factory

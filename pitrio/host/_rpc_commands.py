@@ -27,7 +27,7 @@ from pitrio.providers import (
     UserMessage,
 )
 from pitrio.sessions import AgentSession, SessionMessageEntry
-from pitrio.sessions.envelope import context_answer, context_prompt_answer, is_context_command
+from pitrio.sessions.envelope import context_answer
 
 __all__ = [
     "BASH_UNAVAILABLE",
@@ -54,14 +54,14 @@ STREAMING_NEEDS_BEHAVIOR: Final = (
 class RpcServices:
     """What the command line provides that the session layer does not know about.
 
+    The session itself expands ``/skill:name`` and ``/template`` commands (its ``skills`` and
+    ``prompt_templates``) and answers built-in commands, after the ``input`` hook.
+
     Attributes:
-        expand_input: expands ``/skill:name`` and ``/template`` commands of prompt, steer and
-            follow-up text (pi expands them in the session).
         list_commands: ``get_commands``' list (prompt templates and skills, pi's shape).
         export_html: writes the session as HTML (``export_html``); returns the path.
     """
 
-    expand_input: Callable[[str], Awaitable[str]] | None = None
     list_commands: Callable[[], list[dict[str, Any]]] | None = None
     export_html: Callable[[AgentSession, str | None], Awaitable[str]] | None = None
 
@@ -131,12 +131,10 @@ class SessionCommands:
             case rpc.Prompt():
                 return await self._prompt(command, started, respond)
             case rpc.Steer():
-                text = await self._expand(command.message)
-                await session.steer(text, _images(command.images))
+                await session.steer(command.message, _images(command.images))
                 return ok("steer")
             case rpc.FollowUp():
-                text = await self._expand(command.message)
-                await session.follow_up(text, _images(command.images))
+                await session.follow_up(command.message, _images(command.images))
                 return ok("follow_up")
             case rpc.Abort():
                 started()
@@ -264,10 +262,6 @@ class SessionCommands:
                 )
         raise AssertionError(f"unhandled command {command!r}")  # pragma: no cover
 
-    async def _expand(self, text: str) -> str:
-        expand = self.services.expand_input
-        return await expand(text) if expand is not None else text
-
     async def _prompt(
         self,
         command: rpc.Prompt,
@@ -285,18 +279,12 @@ class SessionCommands:
         policy = None
         if behavior:  # pi: any truthy value other than "followUp" steers
             policy = "follow_up" if behavior == "followUp" else "steer"
-        if is_context_command(command.message):
-            # Built in, before the LLM: answered like a handled extension command (a success
-            # response, no run) with the view as the response's data.
-            started()
-            return rpc.RpcResponse.ok(
-                command.id, "prompt", await context_prompt_answer(self.session, command.message)
-            )
-        text = await self._expand(command.message)
         started()
         try:
-            await self.session.prompt(
-                text,
+            # The raw text: the session runs extension commands, the input hook, built-in
+            # commands and the template expansion in seed 004's order.
+            answered_by = await self.session.prompt(
+                command.message,
                 images=_images(command.images),
                 streaming_behavior=policy,  # type: ignore[arg-type]
                 source="rpc",
@@ -309,6 +297,10 @@ class SessionCommands:
                 log.warning("rpc_prompt_failed", error=str(exc))
                 return None
             raise
+        if answered_by is not None:
+            # A built-in command (/context): answered like a handled extension command (a
+            # success response, no run) with its output as the response's data.
+            return rpc.RpcResponse.ok(command.id, "prompt", answered_by.output)
         return None if answered else rpc.RpcResponse.ok(command.id, "prompt")
 
     async def _bash(self, command: rpc.Bash, started: Callable[[], None]) -> rpc.RpcResponse:

@@ -138,6 +138,7 @@ from pitrio.sessions._persistence import Persistence as Persistence
 from pitrio.sessions._persistence import PersistenceHost as PersistenceHost
 from pitrio.sessions._persistence import PersistenceStatistics as PersistenceStatistics
 from pitrio.sessions._persistence import open_persistence as open_persistence
+from pitrio.sessions._prompt_pipeline import BuiltinCommandResult as BuiltinCommandResult
 from pitrio.sessions._retry import PI_RETRYABLE_ERROR_PATTERN as PI_RETRYABLE_ERROR_PATTERN
 from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN as RETRYABLE_ERROR_PATTERN
 from pitrio.sessions._retry import AutoRetryEndEvent as AutoRetryEndEvent
@@ -181,6 +182,7 @@ __all__ = [
     "BranchSummaryEntry",
     "BranchSummaryMessage",
     "BranchSummarySettings",
+    "BuiltinCommandResult",
     "Clock",
     "CompactionEndEvent",
     "CompactionEntry",

@@ -10,8 +10,10 @@ The session wraps a :class:`~pitrio.actors.Agent` and adds, as pi-coding-agent's
 
 * persistence: every message is appended to the :class:`SessionManager` before any subscriber
   sees its ``message_end``, and written by a :class:`Persistence` actor (lazy first flush);
-* the prompt pipeline of seed 002 s.1.7 (input hook, the busy policy while streaming, model
-  check, pre-prompt compaction check, ``before_agent_start`` hook);
+* the prompt pipeline of seed 002 s.1.7 and seed 004 s.1 (extension commands, the input hook,
+  built-in commands such as ``/context``, ``/skill:`` and ``/template`` expansion
+  (:mod:`._prompt_pipeline`), the busy policy while streaming, model check, pre-prompt
+  compaction check, ``before_agent_start`` hook);
 * after every run: retry of transient errors with exponential backoff (the retry actor), then
   the compaction check, overflow (compact, then retry once) or threshold (compact);
 * model and thinking-level changes recorded as entries; new, resumed and forked sessions; tree
@@ -69,9 +71,15 @@ from pitrio.sessions._compaction import (
 from pitrio.sessions._context import get_latest_compaction_entry
 from pitrio.sessions._context_engine import ContextEngine
 from pitrio.sessions._manager import SessionManager
+from pitrio.sessions._prompt_pipeline import (
+    BuiltinCommandResult,
+    PromptExpansion,
+    run_builtin_command,
+)
 from pitrio.sessions._session_actor import CLOSE_GRACE, SessionActor
 from pitrio.sessions._settings import SettingsManager
 from pitrio.sessions._user_bash import UserBashMethods
+from pitrio.sessions.resources import PromptTemplate, Skill
 
 __all__ = [
     "CLOSE_GRACE",
@@ -125,6 +133,9 @@ class AgentSession(UserBashMethods):
             ``"follow_up"`` or ``"interrupt"`` (abort the run, then run the prompt).
         replay_ring: how many events to keep for :meth:`events` ``(from_seq=...)`` (default:
             the ``replayRingSize`` setting, else :data:`~pitrio.channels.REPLAY_RING`).
+        skills, prompt_templates: what ``/skill:name args`` and ``/template args`` expand
+            with, in :meth:`prompt`, :meth:`steer` and :meth:`follow_up` (default: none, the
+            text is sent as written); the command line passes its loaded resources.
 
     Resource handling:
         :meth:`run` owns the session actor, the Agent, the retry actor and, unless the manager
@@ -133,10 +144,28 @@ class AgentSession(UserBashMethods):
     """
 
     _actor: SessionActor
+    _expansion: PromptExpansion
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        skills: Sequence[Skill] = (),
+        prompt_templates: Sequence[PromptTemplate] = (),
+        **options: Any,
+    ) -> None:
         self._actor = SessionActor(**options)
+        self._expansion = PromptExpansion(tuple(skills), tuple(prompt_templates))
         self._actor.hooks.attach(self)
+
+    @property
+    def skills(self) -> tuple[Skill, ...]:
+        """The skills ``/skill:name`` expands with."""
+        return self._expansion.skills
+
+    @property
+    def prompt_templates(self) -> tuple[PromptTemplate, ...]:
+        """The prompt templates ``/name args`` expands with."""
+        return self._expansion.prompt_templates
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -374,29 +403,49 @@ class AgentSession(UserBashMethods):
         streaming_behavior: StreamingBehavior | None = None,
         source: InputSource = "interactive",
         on_accepted: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        """Send a prompt and drive the run to its end (seed 002 s.1.7).
+        expand_prompt_templates: bool = True,
+    ) -> BuiltinCommandResult | None:
+        """Send a prompt and drive the run to its end (seed 002 s.1.7, seed 004 s.1).
+
+        ``text`` is what the user wrote. In order: an extension command it names runs instead
+        (the hooks' ``input`` matches commands first), the ``input`` hook sees it and may
+        swallow or rewrite it (text and images; images it leaves out are kept), a built-in
+        command in the text it left (``/context``) is answered without a run, and
+        ``/skill:name`` and ``/template`` commands are expanded (see ``skills`` and
+        ``prompt_templates``). ``expand_prompt_templates=False`` (pi's option, used by
+        :meth:`send_user_message`) skips the built-in commands and the expansion.
 
         While the session is busy the prompt follows ``streaming_behavior`` (else the session's
         ``busy_policy``): queued as a steering or follow-up message, run after aborting the
         current run (``"interrupt"``), or refused.
 
         ``on_accepted`` is awaited once the prompt passed its checks, just before its run
-        starts (not for a prompt that was queued or handled by the input hook): pi's
-        ``preflightResult``, which RPC mode answers the command from.
+        starts (not for a prompt that was queued, handled by the input hook or answered by a
+        built-in command): pi's ``preflightResult``, which RPC mode answers the command from.
+
+        Returns:
+            The built-in command's answer when one answered the prompt (the front end shows
+            it: print mode writes its text, RPC puts its output in the response), else None.
 
         Raises:
             UsageError: busy under the ``"reject"`` policy; no model; no API key (when
-                ``has_auth`` was given).
+                ``has_auth`` was given); a built-in command with wrong arguments.
         """
         image_blocks = tuple(images) if images else None
         result = await self._actor.hook("input", text, image_blocks, source)
         if result is not None:
             if result.action == "handled":
-                return
+                return None
             if result.action == "transform":
                 text = result.text if result.text is not None else text
                 image_blocks = result.images if result.images is not None else image_blocks
+        if expand_prompt_templates:
+            # Seed 004: built-in commands are matched after the input transforms, and the
+            # expansion comes last, so input handlers see `/template args` as written.
+            answered = await run_builtin_command(self, text)
+            if answered is not None:
+                return answered
+            text = await self._expansion.expand(text)
         policy = streaming_behavior or self._actor.busy_policy
         command = cmd.Prompt(text=text, images=image_blocks, policy=policy, on_accepted=on_accepted)
         command.reply.eager = self._actor.log.in_callback()
@@ -411,13 +460,17 @@ class AgentSession(UserBashMethods):
                 with trio.move_on_after(CLOSE_GRACE, shield=True):
                     await self._actor.abort()
             raise
+        return None
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
-        """Queue a message for the next turn (a running tool batch skips its unstarted calls)."""
+        """Queue a message for the next turn (a running tool batch skips its unstarted calls);
+        ``/skill:`` and ``/template`` commands are expanded, as pi does (no input hook)."""
+        text = await self._expansion.expand(text)
         await self._call(cmd.Steer(text=text, images=tuple(images) if images else None))
 
     async def follow_up(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
-        """Queue a message for when the agent would otherwise stop."""
+        """Queue a message for when the agent would otherwise stop (expanded as :meth:`steer`)."""
+        text = await self._expansion.expand(text)
         await self._call(cmd.FollowUp(text=text, images=tuple(images) if images else None))
 
     async def clear_queue(self) -> tuple[list[str], list[str]]:
@@ -458,13 +511,20 @@ class AgentSession(UserBashMethods):
         *,
         deliver_as: Literal["steer", "follow_up"] | None = None,
     ) -> None:
-        """Prompt with ``content`` as an extension would (``source="extension"``)."""
+        """Prompt with ``content`` as an extension would (``source="extension"``): no built-in
+        commands and no expansion, as pi's ``sendUserMessage``."""
         if isinstance(content, str):
             text, images = content, None
         else:
             text = "\n".join(b.text for b in content if isinstance(b, TextContent))
             images = [b for b in content if isinstance(b, ImageContent)] or None
-        await self.prompt(text, images=images, streaming_behavior=deliver_as, source="extension")
+        await self.prompt(
+            text,
+            images=images,
+            streaming_behavior=deliver_as,
+            source="extension",
+            expand_prompt_templates=False,
+        )
 
     # ------------------------------------------------------------------ models, thinking
 
