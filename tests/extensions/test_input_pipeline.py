@@ -1,6 +1,7 @@
 """Seed 004's prompt pipeline in every front end: extension commands, then ``input`` on the raw
 text, then built-in commands (``/context``) on what ``input`` left, then ``/skill:`` and
-``/template`` expansion; through real CLI subprocesses (print, json, RPC) and the Python API."""
+``/template`` expansion; through real CLI subprocesses (print, json, RPC), the websocket host
+and the Python API."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pitrio.sessions.resources import PromptTemplate
 from tests.extensions.ext_helpers import make_faux, make_runner, open_session, reply
 from tests.extensions.test_context_examples import text_of
 from tests.host.rpc_process import open_rpc
+from tests.host.serve_helpers import open_client, open_test_host, text_of_deltas
 
 CLI_GUARD_S = 60
 """A hung command fails the test instead of hanging the suite (not a timing assertion)."""
@@ -199,3 +201,21 @@ async def test_steer_and_follow_up_expand_templates() -> None:
         release.set()
     users = [text_of(m) for m in session.messages if isinstance(m, UserMessage)]
     assert users == ["go", "Hello A, from B", "Hello C, from D"]
+
+
+async def test_websocket_host_sessions_expand_templates_and_answer_context(
+    tmp_path: Path,
+) -> None:
+    """pitrio serve: a session's prompt expands the project's /greet template in the session
+    and a /context prompt is answered with the view as data, without a run."""
+    (tmp_path / ".pitrio" / "prompts").mkdir(parents=True)
+    (tmp_path / ".pitrio" / "prompts" / "greet.md").write_text(GREET)
+    async with open_test_host(tmp_path) as host, open_client(host) as client:
+        created = await client.call({"type": "create_session"})
+        sid = created["data"]["session"]
+        shown = await client.call({"type": "prompt", "session": sid, "message": "/context"})
+        assert shown["success"] is True
+        assert "Messages: 0 cached, 0 uncached" in shown["data"]["text"]
+        await client.send({"type": "prompt", "session": sid, "message": "/greet Ann Bob"})
+        frames = await client.until(lambda f: f.get("type") == "agent_end")
+    assert text_of_deltas(frames) == "You said: Hello Ann, from Bob"
