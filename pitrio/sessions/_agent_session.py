@@ -445,7 +445,7 @@ class AgentSession(UserBashMethods):
             answered = await run_builtin_command(self, text)
             if answered is not None:
                 return answered
-            text = await self._expansion.expand(text)
+            text = await self._expansion.expand(text, self._report_skill_error)
         policy = streaming_behavior or self._actor.busy_policy
         command = cmd.Prompt(text=text, images=image_blocks, policy=policy, on_accepted=on_accepted)
         command.reply.eager = self._actor.log.in_callback()
@@ -462,15 +462,21 @@ class AgentSession(UserBashMethods):
             raise
         return None
 
+    async def _report_skill_error(self, skill: Skill, error: Exception) -> None:
+        # pi reports an unreadable skill file as an extension error of the skill's path.
+        report = getattr(self._actor.hooks, "report_error", None)
+        if callable(report):
+            await report(skill.file_path, "skill_expansion", error)
+
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for the next turn (a running tool batch skips its unstarted calls);
         ``/skill:`` and ``/template`` commands are expanded, as pi does (no input hook)."""
-        text = await self._expansion.expand(text)
+        text = await self._expansion.expand(text, self._report_skill_error)
         await self._call(cmd.Steer(text=text, images=tuple(images) if images else None))
 
     async def follow_up(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for when the agent would otherwise stop (expanded as :meth:`steer`)."""
-        text = await self._expansion.expand(text)
+        text = await self._expansion.expand(text, self._report_skill_error)
         await self._call(cmd.FollowUp(text=text, images=tuple(images) if images else None))
 
     async def clear_queue(self) -> tuple[list[str], list[str]]:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 import attrs
+import yaml
 
 from pitrio.sessions._context_view import context_prompt_answer
 from pitrio.sessions._files import run_file_work
@@ -33,16 +34,20 @@ from pitrio.sessions.resources import (
     expand_prompt_template,
     expand_skill_command,
 )
-from pitrio.sessions.resources._skills import SKILL_COMMAND_PREFIX
+from pitrio.sessions.resources._skills import SKILL_COMMAND_PREFIX, read_skill_body
 
 __all__ = [
     "BUILTIN_COMMANDS",
     "BuiltinCommand",
     "BuiltinCommandResult",
     "PromptExpansion",
+    "SkillErrorReporter",
     "builtin_command_name",
     "run_builtin_command",
 ]
+
+SkillErrorReporter: TypeAlias = Callable[[Skill, Exception], Awaitable[None]]
+"""Told when a ``/skill:name`` command names a skill whose file can no longer be read."""
 
 BuiltinCommand: TypeAlias = Callable[[Any, str], Awaitable[dict[str, Any]]]
 """A built-in command: ``(session, text) -> output`` (a JSON-ready mapping with a ``text``)."""
@@ -105,10 +110,32 @@ class PromptExpansion:
             expand_skill_command(text, self.skills), self.prompt_templates
         )
 
-    async def expand(self, text: str) -> str:
-        """:meth:`expand_now`, in a worker thread when a skill file must be read."""
+    async def expand(self, text: str, on_skill_error: SkillErrorReporter | None = None) -> str:
+        """:meth:`expand_now`, in a worker thread when a skill file must be read.
+
+        A ``/skill:name`` command whose skill file can no longer be read stays as written and
+        ``on_skill_error`` is told (pi reports it to extensions as a ``skill_expansion``
+        error).
+        """
         if not self.skills and not self.prompt_templates:
             return text
         if not self.skills or not text.startswith(SKILL_COMMAND_PREFIX):
             return self.expand_now(text)  # templates are in memory: no file work
-        return await run_file_work(functools.partial(self.expand_now, text))
+        expanded = await run_file_work(functools.partial(self.expand_now, text))
+        if expanded == text and on_skill_error is not None:
+            name = text[len(SKILL_COMMAND_PREFIX) :].split(" ", 1)[0]
+            skill = next((s for s in self.skills if s.name == name), None)
+            if skill is not None:
+                error = await run_file_work(functools.partial(_skill_read_error, skill))
+                if error is not None:
+                    await on_skill_error(skill, error)
+        return expanded
+
+
+def _skill_read_error(skill: Skill) -> Exception | None:
+    """Why ``skill``'s file cannot be read now, or None when it can."""
+    try:
+        read_skill_body(skill)
+    except (OSError, yaml.YAMLError) as exc:
+        return exc
+    return None

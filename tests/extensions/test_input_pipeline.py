@@ -18,7 +18,7 @@ import trio.testing
 from pitrio.extensions import ExtensionAPI
 from pitrio.providers import UserMessage
 from pitrio.sessions import BuiltinCommandResult, SessionManager
-from pitrio.sessions.resources import PromptTemplate
+from pitrio.sessions.resources import PromptTemplate, Skill
 from tests.extensions.ext_helpers import make_faux, make_runner, open_session, reply
 from tests.extensions.test_context_examples import text_of
 from tests.host.rpc_process import open_rpc
@@ -219,3 +219,31 @@ async def test_websocket_host_sessions_expand_templates_and_answer_context(
         await client.send({"type": "prompt", "session": sid, "message": "/greet Ann Bob"})
         frames = await client.until(lambda f: f.get("type") == "agent_end")
     assert text_of_deltas(frames) == "You said: Hello Ann, from Bob"
+
+
+async def test_an_unreadable_skill_is_sent_as_written_and_reported(tmp_path: Path) -> None:
+    """/skill:name expands a readable skill after input; one whose file is gone is sent as
+    written and reported as a skill_expansion extension error of the skill's path (pi)."""
+    folder = tmp_path / "skills" / "deploy"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: deploy\ndescription: d\n---\nShip it.\n")
+    deploy = Skill(
+        name="deploy", description="d", file_path=str(folder / "SKILL.md"), base_dir=str(folder)
+    )
+    gone = Skill(
+        name="gone", description="g", file_path=str(tmp_path / "gone.md"), base_dir=str(tmp_path)
+    )
+    seen: list[str] = []
+    runner = make_runner(lambda pi: pi.on("input", lambda event, ctx: seen.append(event.text)))
+    faux, registry = make_faux()
+    faux.set_responses([reply(), reply()])
+    async with open_session(runner, faux, registry, skills=[deploy, gone]) as session:
+        await session.prompt("/skill:deploy now")
+        await session.prompt("/skill:gone now")
+    users = [text_of(m) for m in session.messages if isinstance(m, UserMessage)]
+    assert users[0].startswith(f'<skill name="deploy" location="{folder / "SKILL.md"}">')
+    assert users[0].endswith("Ship it.\n</skill>\n\nnow")
+    assert users[1] == "/skill:gone now"
+    assert seen == ["/skill:deploy now", "/skill:gone now"]
+    [error] = runner.errors
+    assert (error.extension_path, error.event) == (gone.file_path, "skill_expansion")
