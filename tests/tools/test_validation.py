@@ -495,3 +495,27 @@ def test_validator_cache_forgets_collected_tools() -> None:
     del tool
     gc.collect()
     assert key not in _validation._validators._entries
+
+
+def test_tools_with_equal_schemas_share_one_compiled_validator() -> None:
+    """A fresh tool whose schema equals an earlier tool's reuses its compiled validator."""
+    first = _validation._validators.get(_tool(copy.deepcopy(WEATHER)))
+    assert _validation._validators.get(_tool(copy.deepcopy(WEATHER))) is first
+
+
+def test_shared_validator_ignores_later_mutation_of_a_schema() -> None:
+    """Mutating one tool's schema dict in place does not change what an equal tool checks."""
+    schema: dict[str, Any] = {"type": "object", "required": ["shared_q"]}
+    mutated = _tool(schema)
+    _validation._validators.get(mutated)
+    schema["required"] = []
+    other = _tool({"type": "object", "required": ["shared_q"]})
+    with pytest.raises(ToolArgumentsInvalid, match="'shared_q' is a required property"):
+        validate_tool_arguments(other, ToolCall(id="c1", name="t", arguments={}))
+
+
+def test_schema_cache_is_bounded() -> None:
+    """The shared validators stay within ``SCHEMA_CACHE`` distinct schemas."""
+    for i in range(_validation.SCHEMA_CACHE + 5):
+        _validation._validators.get(_tool({"type": "object", "required": [f"k{i}"]}))
+    assert len(_validation._validators._by_content) <= _validation.SCHEMA_CACHE
