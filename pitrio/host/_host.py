@@ -311,11 +311,13 @@ class LiveSession:
         tasks = self._tasks
         if tasks is None:
             raise CommandRefused("unknown_session", f"Session {self.id} is closed")
-        await self._limiter.acquire_on_behalf_of(command)
+        # A token of its own: a command is not always hashable (a prompt's images are dicts).
+        borrower = object()
+        await self._limiter.acquire_on_behalf_of(borrower)
         try:
-            await tasks.start(self._run_long, command, respond, log_)
+            await tasks.start(self._run_long, command, respond, log_, borrower)
         except BaseException:
-            self._limiter.release_on_behalf_of(command)
+            self._limiter.release_on_behalf_of(borrower)
             raise
 
     async def _run_long(
@@ -323,6 +325,7 @@ class LiveSession:
         command: RpcCommand,
         respond: Callable[[Any], Any],
         log_: Any,
+        borrower: object,
         *,
         task_status: trio.TaskStatus[None],
     ) -> None:
@@ -334,7 +337,7 @@ class LiveSession:
             log_.exception("command_failed")
         finally:
             self._running -= 1
-            self._limiter.release_on_behalf_of(command)
+            self._limiter.release_on_behalf_of(borrower)
             self.touch()
 
     async def _idle_watch(self) -> None:

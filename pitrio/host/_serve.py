@@ -334,6 +334,10 @@ class Host:
                 await self._http(stream, request)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        except Exception:
+            # One connection's failure (a bug) must not end the host and the other clients.
+            self.metrics.error("internal")
+            log.exception("connection_failed")
         finally:
             await trio.aclose_forcefully(stream)
 

@@ -463,3 +463,15 @@ async def test_a_session_a_client_token_reopens_counts_towards_its_limit(tmp_pat
             assert (await guest.call({"type": "open_session", "session": sid}))["success"]
             refused = await guest.call({"type": "create_session"})
             assert refused["success"] is False and refused["limit"] == "max_sessions_per_token"
+
+
+async def test_a_prompt_with_images_is_served(tmp_path: Path) -> None:
+    """A prompt with images (a command that is not hashable) runs like any other."""
+    image = {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}
+    async with open_test_host(tmp_path) as host, open_client(host) as client:
+        sid = (await client.call({"type": "create_session"}))["data"]["session"]
+        answer = await client.call(
+            {"type": "prompt", "session": sid, "message": "look", "images": [image]}
+        )
+        assert answer["success"] is True
+        await client.until(_is_end)
