@@ -68,7 +68,8 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from pitrio._exceptions import PitrioError
 from pitrio._exceptions import UsageError as _UsageError
-from pitrio._wire_fast import fast_structure_fn, live_lookup
+from pitrio._wire_fast import fast_structure_fn as _fast_structure_fn
+from pitrio._wire_fast import live_lookup as _live_lookup
 
 __all__ = [
     "BASE_CODEC",
@@ -265,7 +266,7 @@ def _structure_factory(cls: type, conv: cattrs.Converter) -> Callable[[Any, type
     # not structured: decoding a "user" object as AssistantMessage is an error.
     fixed = {_wire_key(f): f.default for f in attrs.fields(cls) if not f.init and f.name != EXTRA}
     base: Callable[[Any, type], Any] = make_dict_structure_fn(cls, conv, **overrides)
-    fast = fast_structure_fn(cls, conv, fixed, known, _wire_key)
+    fast = _fast_structure_fn(cls, conv, fixed, known, _wire_key)
     name = cls.__name__
 
     def structure(data: Any, _: type) -> Any:
@@ -392,7 +393,7 @@ class WireCodec:
         # Hook factories, not hooks: a factory is called with the converter that uses it, so in
         # a codec derived from this one the members are decoded by the derived converter (which
         # may know more types than this one). Converter.copy() keeps factories as factories.
-        lookup = live_lookup(table)
+        lookup = _live_lookup(table)
 
         def structure_factory(_: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
             # Each member's hook (and the generated function it tries first), looked up once:

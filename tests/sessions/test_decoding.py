@@ -37,8 +37,13 @@ def decode(cls: Any, data: Any) -> tuple[str, Any]:
     except WireFormatError as exc:
         return "error", str(exc).replace("_SlowDict", "dict")  # a message may name the type
     # repr shows the types of the values (1 vs 1.0, tuple vs list); the wire bytes include
-    # the unknown keys kept in `extra`.
-    return "ok", (type(obj), repr(obj), dumps(obj))
+    # the unknown keys kept in `extra` (an integral float past 2**64 decodes, as int, to
+    # something orjson cannot write: then the repr has to do).
+    try:
+        wire = dumps(obj)
+    except TypeError as exc:
+        wire = str(exc).encode()
+    return "ok", (type(obj), repr(obj), wire)
 
 
 def assert_same_decoding(cls: Any, data: Any) -> None:
@@ -50,7 +55,7 @@ def assert_same_decoding(cls: Any, data: Any) -> None:
         except WireFormatError as exc:
             assert fast == ("error", str(exc))
         else:
-            assert fast == ("ok", (type(entry), repr(entry), dumps(entry)))
+            assert fast == decode(cls, data) and fast[1][1] == repr(entry)
 
 
 def capture_lines() -> list[dict[str, Any]]:
@@ -170,7 +175,9 @@ def mutated_entries(draw: st.DrawFn) -> dict[str, Any]:
         elif action == "number" and keys:
             key = draw(st.sampled_from(keys))
             value = target[key]
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            # Only numbers JSON holds exactly either way (pi's are below 2**53).
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if number and abs(value) < 2**53:
                 target[key] = float(value) if isinstance(value, int) else int(value)
         else:
             target[draw(st.text(min_size=1, max_size=6))] = draw(JSON_VALUES)
