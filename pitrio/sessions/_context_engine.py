@@ -132,7 +132,12 @@ class ContextEngine:
 
     def has_transforms(self) -> bool:
         """Whether the active path holds a ``context_transform`` entry."""
-        return any(type(e) is ContextTransformEntry for e in self._manager().get_branch())
+        manager = self._manager()
+        # Most sessions never have one: answer from the tree's flag instead of walking the
+        # path, which would make every request O(entries).
+        if not manager.has_context_transforms():
+            return False
+        return any(type(e) is ContextTransformEntry for e in manager.get_branch())
 
     # ------------------------------------------------------------------ building
 

@@ -74,6 +74,7 @@ class SessionTree:
         self._label_times: dict[str, str] = {}
         self._leaf_id: str | None = None
         self._has_assistant = False
+        self._has_context_transform = False
 
     def _build_index(self) -> None:
         self._by_id = {}
@@ -82,6 +83,7 @@ class SessionTree:
         self._label_times = {}
         self._leaf_id = None
         self._has_assistant = False
+        self._has_context_transform = False
         for index, entry in enumerate(self._entries):
             entry_id = entry.id
             if entry_id:
@@ -93,6 +95,8 @@ class SessionTree:
                     self._has_assistant = True
             elif type(entry) is LabelEntry:
                 self._apply_label(entry)
+            elif type(entry) is ContextTransformEntry:
+                self._has_context_transform = True
 
     def _apply_label(self, entry: LabelEntry) -> None:
         if entry.label:
@@ -108,6 +112,8 @@ class SessionTree:
         self._entries.append(entry)
         self._by_id[entry_id] = entry
         self._leaf_id = entry_id
+        if type(entry) is ContextTransformEntry:
+            self._has_context_transform = True
         self._write_entry(entry)
         return entry_id
 
@@ -294,6 +300,14 @@ class SessionTree:
             if type(entry) is SessionInfoEntry:
                 return (entry.name or "").strip() or None
         return None
+
+    def has_context_transforms(self) -> bool:
+        """Whether any entry of the file (on any branch) is a ``context_transform``.
+
+        Kept up to date on load and append, so a session that never had a transform answers
+        without walking its path on every request.
+        """
+        return self._has_context_transform
 
     def get_leaf_id(self) -> str | None:
         """The current leaf (``None`` before the first entry)."""
