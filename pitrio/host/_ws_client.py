@@ -32,7 +32,7 @@ from pitrio.channels import Snapshot, SubscriberLagged
 from pitrio.codec import to_wire
 from pitrio.host import _rpc_types as rpc
 from pitrio.host._host import CommandRefused, HostApi, LiveSession
-from pitrio.host._jsonl import JsonParseError, parse_json_line
+from pitrio.host._jsonl import JsonParseError, js_json, parse_json_line
 from pitrio.host._rpc_commands import LONG_COMMANDS, command_name
 from pitrio.host._rpc_types import MISSING, RpcResponse
 from pitrio.sessions import SessionSnapshot
@@ -93,9 +93,10 @@ class _Attachment:
 
 
 def _splice(session: str, response: RpcResponse) -> str:
-    """A response with ``"session"`` first."""
+    """A response with ``"session"`` first (as the client sent it: ``js_json`` escapes a lone
+    surrogate, which orjson refuses and which closed the connection)."""
     encoded = response.encode().decode()
-    return '{"session":' + orjson.dumps(session).decode() + "," + encoded[1:]
+    return '{"session":' + js_json(session) + "," + encoded[1:]
 
 
 def _fail(id_: Any, command: Any, kind: str | None, message: str, session: str | None) -> str:
