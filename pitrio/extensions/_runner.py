@@ -320,8 +320,9 @@ class ExtensionRunner(SessionHooks):
     async def input(
         self, text: str, images: tuple[ImageContent, ...] | None, source: Any
     ) -> InputResult | None:
-        # Seed 004: extension commands are matched before input fires.
-        if await self.run_command(text):
+        # Seed 004: extension commands are matched before input fires; text an extension
+        # sends as the user is never a command (pi's sendUserMessage skips the check).
+        if source != "extension" and await self.run_command(text):
             return InputResult(action="handled")
         current_text, current_images = text, images
         ctx = ExtensionContext(self)

@@ -247,3 +247,22 @@ async def test_an_unreadable_skill_is_sent_as_written_and_reported(tmp_path: Pat
     assert seen == ["/skill:deploy now", "/skill:gone now"]
     [error] = runner.errors
     assert (error.extension_path, error.event) == (gone.file_path, "skill_expansion")
+
+
+async def test_send_user_message_does_not_run_extension_commands() -> None:
+    """An extension's send_user_message('/cmd ...') reaches the model as written; the command
+    registered under that name does not run (pi's sendUserMessage skips the command check)."""
+    ran: list[str] = []
+
+    def register(pi: ExtensionAPI) -> None:
+        pi.register_command("deploy", lambda args, ctx: ran.append(args))
+
+    faux, registry = make_faux()
+    faux.set_responses([reply(), reply()])
+    async with open_session(make_runner(register), faux, registry) as session:
+        await session.prompt("/deploy now")
+        assert ran == ["now"] and faux.state.call_count == 0
+        await session.send_user_message("/deploy later")
+    users = [text_of(m) for m in session.messages if isinstance(m, UserMessage)]
+    assert users == ["/deploy later"]
+    assert ran == ["now"]
