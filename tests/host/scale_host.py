@@ -5,8 +5,8 @@ sessions of ``ROOT/sessions`` (``KEY=VALUE`` pairs go into the sessions' environ
 ``PITRIO_FAUX_TOKENS_PER_SECOND=25``). It prints one JSON line ``{"port": ..., "token": ...}``
 on stdout, then answers each line of stdin:
 
-- ``measure``: one JSON line, measured after a full ``gc.collect()`` inside the host's Trio
-  run: ``objects`` (live objects of the host's per-session and per-client types), ``tasks``
+- ``measure``: one JSON line, measured once no client is connected, after a full
+  ``gc.collect()`` inside the host's Trio run: ``objects`` (live objects of the host's per-session and per-client types), ``tasks``
   (Trio's living tasks), ``blocks`` (``sys.getallocatedblocks()``: every memory block the
   interpreter has allocated, large ones included), ``sessions`` and ``clients`` (the host's
   live counts);
@@ -29,6 +29,7 @@ from typing import Any
 
 import structlog
 import trio
+import trio.testing
 from trio_websocket import WebSocketConnection
 
 from pitrio.cli._serve import make_session_factory
@@ -42,8 +43,12 @@ TRACKED = (AgentSession, LiveSession, Client, WebSocketConnection)
 """The host's per-session and per-client types, counted by ``measure``."""
 
 
-def measure(host: Host) -> dict[str, Any]:
-    """The host's memory figures now (see the module docstring)."""
+async def measure(host: Host) -> dict[str, Any]:
+    """The host's memory figures (see the module docstring), once it has no client left and
+    the handlers of closed connections have ended (they end soon after their peers close)."""
+    while host.clients:
+        await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+    await trio.testing.wait_all_tasks_blocked(cushion=0.1)
     for _ in range(3):
         gc.collect()
     objects = dict.fromkeys((kind.__name__ for kind in TRACKED), 0)
@@ -98,7 +103,7 @@ async def serve(root: str, extra_env: dict[str, str]) -> None:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 if line.strip() == b"measure":
-                    print(json.dumps(measure(host)), flush=True)
+                    print(json.dumps(await measure(host)), flush=True)
                 elif line.strip() == b"tasks":
                     print(json.dumps(task_stacks()), flush=True)
 
