@@ -52,6 +52,7 @@ from pitrio.actors import (
     AgentMessage,
     MessageEndEvent,
     MessageStartEvent,
+    MessageUpdateEvent,
     StreamFn,
     TurnEndEvent,
     merge_agent_events,
@@ -171,6 +172,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self.session_manager = session_manager
         self.settings = settings if settings is not None else SettingsManager.in_memory()
         self.hooks = hooks if hooks is not None else SessionHooks()
+        # Resolved once: hooks that keep SessionHooks' do-nothing on_agent_event cost the
+        # per-token path nothing (no getattr, no coroutine per event).
+        self._agent_event_hook = type(self.hooks).on_agent_event is not SessionHooks.on_agent_event
         self._models = list(models)
         self._scoped_models = list(scoped_models)
         self._registry = registry
@@ -224,7 +228,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         if hooks is not None:
             self.agent.stream_fn = self._with_on_response(self.agent.stream_fn)
         self._pending_entries = _tree.restore_state(self, model, thinking_level)
-        self.agent.subscribe(self._on_agent_event)
+        self.agent.subscribe(self._deliver_agent_event)
         self.context_engine = install_context_engine(self)  # seed 001's envelope and hooks
 
     def _with_on_response(self, stream_fn: StreamFn) -> StreamFn:
@@ -524,8 +528,25 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         if isinstance(message, AssistantMessage):
             self._last_assistant = message
 
+    def _deliver_agent_event(self, event: AgentEvent) -> Awaitable[Any] | None:
+        # The agent's one subscriber. A plain function: a message_update with no hook to run
+        # hands the event log's publish straight to the agent's bus, one coroutine per token
+        # instead of two (the bus awaits what a callback returns).
+        if type(event) is MessageUpdateEvent and not self._agent_event_hook:
+            event_log = self.log
+            return None if event_log.closed else event_log.publish(event)
+        return self._on_agent_event(event)
+
     async def _on_agent_event(self, event: AgentEvent) -> None:
         # pi's _processAgentEvent: queue bookkeeping, hooks, listeners (persistence came first).
+        if type(event) is MessageUpdateEvent:
+            # The per-token event: none of the bookkeeping below concerns it.
+            if self._agent_event_hook:
+                await self.hook("on_agent_event", event)
+            event_log = self.log
+            if not event_log.closed:
+                await event_log.publish(event)
+            return
         if isinstance(event, MessageStartEvent) and isinstance(event.message, UserMessage):
             self._compactor.overflow_recovery_attempted = False
             text = user_text(event.message)
@@ -535,7 +556,8 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             elif text in self._follow_up_texts:
                 self._follow_up_texts.remove(text)
                 await self._emit_queue_update()
-        await self.hook("on_agent_event", event)
+        if self._agent_event_hook:
+            await self.hook("on_agent_event", event)
         await self.emit(event)
         if type(event) is TurnEndEvent and self.context_engine.active():
             await self.context_engine.turn_end()

@@ -649,3 +649,31 @@ class SourceHooks(SessionHooks):
     async def input(self, text: str, images: Any, source: str) -> InputResult | None:
         self.sources.append(source)
         return None
+
+
+class AgentEventHooks(SessionHooks):
+    """Hooks that only observe agent events."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def on_agent_event(self, event: Any) -> None:
+        self.seen.append(event)
+
+
+async def test_on_agent_event_hook_sees_every_agent_event_before_the_listeners() -> None:
+    """A hook overriding on_agent_event gets every agent event, message_update included, in
+    order, each before the session's listeners see it."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("a streamed answer of several chunks")])
+    hooks = AgentEventHooks()
+    async with open_session(faux, registry, hooks=hooks) as session:
+        order: list[tuple[str, int]] = []
+        session.subscribe(lambda event: order.append((event.type, len(hooks.seen))))
+        await session.prompt("hello")
+    agent_types = [e.type for e in hooks.seen]
+    assert agent_types.count("message_update") >= 3
+    listened = [(kind, seen) for kind, seen in order if kind in set(agent_types)]
+    assert [kind for kind, _ in listened] == agent_types
+    # The n-th agent event reached the listener after the hook had seen n events.
+    assert [seen for _, seen in listened] == list(range(1, len(agent_types) + 1))
