@@ -17,6 +17,7 @@ import itertools
 import math
 import random
 import secrets
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Final, TypeAlias
@@ -56,6 +57,7 @@ from pitrio.providers._messages import (
     StreamOptions,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -192,8 +194,33 @@ def serialize_context(context: Context) -> str:
     for message in context.messages:
         parts.append(f"{message.role}:{_message_text(message)}")
     if context.tools:
-        parts.append(f"tools:{_json(PROVIDERS_CODEC.to_wire(list(context.tools)))}")
+        parts.append(f"tools:{_tools_json(context.tools)}")
     return "\n\n".join(parts)
+
+
+_tool_json: dict[int, tuple[weakref.ref[Tool], str]] = {}
+"""Each live tool definition's JSON, by ``id``: an agent sends the same (frozen) tools with
+every request, and encoding them was a third of the usage estimate's cost. An entry leaves
+with its tool (weakref callback), so this never outgrows the live tools."""
+
+
+def _tools_json(tools: Sequence[Tool]) -> str:
+    parts = []
+    for tool in tools:
+        key = id(tool)
+        cached = _tool_json.get(key)
+        if cached is None or cached[0]() is not tool:
+            encoded = _json(PROVIDERS_CODEC.to_wire(tool))
+
+            def forget(ref: weakref.ref[Tool], key: int = key) -> None:
+                current = _tool_json.get(key)
+                if current is not None and current[0] is ref:
+                    del _tool_json[key]
+
+            cached = _tool_json[key] = (weakref.ref(tool, forget), encoded)
+        parts.append(cached[1])
+    # orjson writes a list as its items' JSON joined by commas, without spaces.
+    return f"[{','.join(parts)}]"
 
 
 def _common_prefix_length(a: str, b: str) -> int:
@@ -389,9 +416,11 @@ class FauxProvider:
         chunks = _split(text, self._min, self._max, self._rng)
         tps = self._tps
         if tps is not None and tps > 0:
-            wait = pacing_clock().wait
+            # wait_until itself, not wait(): one coroutine fewer alive per paced chunk.
+            wait_until = pacing_clock().wait_until
+            current_time = trio.current_time
             for chunk in chunks:
-                await wait(_estimate_tokens(chunk) / tps)
+                await wait_until(current_time() + _estimate_tokens(chunk) / tps)
                 append(index, chunk)
                 item = event(content_index=index, delta=chunk, partial=snapshot())
                 try:

@@ -47,6 +47,12 @@ class _Waiter:
         self.due = due
         self.task: trio.lowlevel.Task | None = task
 
+    def abort(self, _: object) -> trio.lowlevel.Abort:
+        # A method, not a closure per wait: every object a wait allocates lives as long as the
+        # wait (a pacing interval), long enough for the cyclic GC to walk and promote it.
+        self.task = None  # the heap drops it when it reaches the top
+        return trio.lowlevel.Abort.SUCCEEDED
+
 
 class PacingClock:
     """The shared wake-up heap of one Trio run; use :func:`pacing_clock` to get it.
@@ -84,11 +90,7 @@ class PacingClock:
         if scope is not None and due < scope.deadline:
             scope.deadline = due
 
-        def abort(_: object) -> trio.lowlevel.Abort:
-            waiter.task = None  # the heap drops it when it reaches the top
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        if await trio.lowlevel.wait_task_rescheduled(abort) == _LEAD:
+        if await trio.lowlevel.wait_task_rescheduled(waiter.abort) == _LEAD:
             await self._lead(waiter)
 
     async def _lead(self, me: _Waiter) -> None:

@@ -107,6 +107,10 @@ class _Block:
 
 # State of one block at snapshot time: (block, chunk count, signature, arguments, redacted).
 _BlockState = tuple[_Block, int, "str | None", "dict[str, Any] | None", "bool | None"]
+_STATE_WIDTH: Final = 5
+"""A snapshot keeps its blocks' states in one flat tuple, ``_STATE_WIDTH`` items per block: one
+object per streamed token instead of one per block plus one. A session's replay ring keeps every
+snapshot alive, so this is one long-lived object fewer per token for the cyclic GC to walk."""
 
 
 class PartialAssistantMessage:
@@ -123,7 +127,7 @@ class PartialAssistantMessage:
     def __init__(
         self,
         header: _Header,
-        states: tuple[_BlockState, ...],
+        states: tuple[Any, ...],
         parse_args: Callable[[str], dict[str, Any]] | None,
     ) -> None:
         self._header = header
@@ -135,7 +139,11 @@ class PartialAssistantMessage:
     def content(self) -> tuple[AssistantContentBlock, ...]:
         """The content blocks as they were when the snapshot was taken."""
         if self._content is None:
-            self._content = tuple(self._materialize(state) for state in self._states)
+            states = self._states
+            self._content = tuple(
+                self._materialize(states[i : i + _STATE_WIDTH])
+                for i in range(0, len(states), _STATE_WIDTH)
+            )
         return self._content
 
     def _materialize(self, state: _BlockState) -> AssistantContentBlock:
@@ -235,7 +243,8 @@ class PartialAssistantMessage:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"PartialAssistantMessage(blocks={len(self._states)}, model={self.model!r})"
+        blocks = len(self._states) // _STATE_WIDTH
+        return f"PartialAssistantMessage(blocks={blocks}, model={self.model!r})"
 
 
 class AssistantMessageBuilder:
@@ -404,9 +413,15 @@ class AssistantMessageBuilder:
 
     def snapshot(self) -> PartialAssistantMessage:
         """Return an immutable view of the message as it is now (O(number of blocks))."""
-        states = tuple(
-            (b, len(b.chunks), b.signature, b.arguments, b.redacted) for b in self._blocks
-        )
+        blocks = self._blocks
+        if len(blocks) == 1:  # the common case, without a loop
+            b = blocks[0]
+            states: tuple[Any, ...] = (b, len(b.chunks), b.signature, b.arguments, b.redacted)
+        else:
+            flat: list[Any] = []
+            for b in blocks:
+                flat += (b, len(b.chunks), b.signature, b.arguments, b.redacted)
+            states = tuple(flat)
         return PartialAssistantMessage(self._header, states, self._parse_args)
 
     def build(self) -> AssistantMessage:

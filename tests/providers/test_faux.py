@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 import trio
 
@@ -22,6 +23,7 @@ from pitrio.providers import (
     StreamOptions,
     TextContent,
     TextDeltaEvent,
+    Tool,
     faux_assistant_message,
     faux_text,
     faux_thinking,
@@ -29,6 +31,8 @@ from pitrio.providers import (
     register_faux_provider,
     stream_simple,
 )
+from pitrio.providers._codec import PROVIDERS_CODEC
+from pitrio.providers._faux import serialize_context
 
 from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
 
@@ -277,3 +281,19 @@ def test_pi_now_constant_is_documented() -> None:
     """The Date.now() stand-in the capture used is the one these tests normalise."""
     assert PI_NOW == 1767225600000
     assert AssistantMessageEvent is not None
+
+
+def test_usage_estimate_encodes_the_tools_of_each_request() -> None:
+    """The tools part of the usage estimate is the JSON of the request's own tool definitions,
+    also when definitions were encoded before and when a request brings new ones."""
+
+    def tool(name: str) -> Tool:
+        return Tool(name=name, description="d", parameters={"type": "object", "x": [1, "é"]})
+
+    def expected(tools: list[Tool]) -> str:
+        return "tools:" + orjson.dumps(PROVIDERS_CODEC.to_wire(tools)).decode()
+
+    alpha, beta = tool("alpha"), tool("beta")
+    for tools in ([alpha], [alpha], [alpha, beta], [beta, alpha], [tool("gamma"), beta]):
+        context = Context(system_prompt="s", messages=[], tools=tuple(tools))
+        assert serialize_context(context).endswith(expected(tools))
