@@ -20,7 +20,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 if TYPE_CHECKING:
     from pitrio.host import HostConfig, OpenedSession, SessionFactory, SessionRequest
@@ -86,6 +86,19 @@ def _parser() -> argparse.ArgumentParser:
         default=MAX_SESSIONS_PER_TOKEN,
         help="live sessions a client token may create (default: %(default)s)",
     )
+    parser.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder sessions may run in: a create_session cwd must resolve inside one "
+        "(repeatable; default: this directory)",
+    )
+    parser.add_argument(
+        "--allow-any-cwd",
+        action="store_true",
+        help="let the host token (never a client token) create sessions in any folder",
+    )
     parser.add_argument("--provider", help="the sessions' provider (as pitrio --provider)")
     parser.add_argument("--model", help="the sessions' model (as pitrio --model)")
     parser.add_argument("--thinking", help="the sessions' thinking level")
@@ -141,6 +154,11 @@ def make_session_factory(
         )
         runtime = await trio.to_thread.run_sync(build)
         try:
+            if request.model and not _known_model(runtime):
+                raise CliError(
+                    f'Unknown model "{request.model}": not in the host\'s model registry '
+                    "(pitrio --list-models shows them)"
+                )
             resources = await load_session_resources(runtime.resources)
         except BaseException:
             runtime.session_manager.close()
@@ -155,6 +173,13 @@ def make_session_factory(
             yield OpenedSession(session, services)
 
     return factory
+
+
+def _known_model(runtime: Any) -> bool:
+    """Whether the runtime's model is one of the registry's (pi's CLI would make up a model
+    for an unknown id of a known provider; a host client may not)."""
+    model = runtime.model
+    return any(m.provider == model.provider and m.id == model.id for m in runtime.setup.models)
 
 
 def host_token(flag: str | None, env: Mapping[str, str], cwd: str) -> str | None:
@@ -188,6 +213,25 @@ def default_session_dir(flag: str | None, env: Mapping[str, str], cwd: str) -> s
         os.makedirs(chosen, exist_ok=True)
         return os.path.abspath(chosen)
     return get_default_session_dir(cwd, dirs.write_dir)
+
+
+def host_config(args: argparse.Namespace, *, cwd: str, token: str, session_dir: str) -> HostConfig:
+    """The :class:`~pitrio.host.HostConfig` ``pitrio serve``'s flags describe (``--root``
+    relative to ``cwd``; none: ``cwd`` itself)."""
+    from pitrio.host import HostConfig, HostLimits
+
+    return HostConfig(
+        host=args.host,
+        port=args.port,
+        token=token,
+        session_dir=session_dir,
+        idle_timeout=args.idle_timeout,
+        drain_grace=args.drain_grace,
+        allow_origins=tuple(args.allow_origin),
+        roots=tuple(os.path.abspath(os.path.join(cwd, root)) for root in args.root) or (cwd,),
+        allow_any_cwd=args.allow_any_cwd,
+        limits=HostLimits(max_sessions_per_token=args.max_sessions_per_token),
+    )
 
 
 async def run_host(factory: SessionFactory, config: HostConfig, *, err: TextIO) -> int:
@@ -242,7 +286,6 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     import trio
 
     from pitrio.cli._setup import CliError
-    from pitrio.host import HostConfig, HostLimits
 
     def warn(message: str) -> None:
         err.write(f"Warning: {message}\n")
@@ -253,16 +296,7 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     except (CliError, OSError) as exc:
         err.write(f"{exc}\n")
         return 1
-    config = HostConfig(
-        host=args.host,
-        port=args.port,
-        token=token or "",
-        session_dir=session_dir,
-        idle_timeout=args.idle_timeout,
-        drain_grace=args.drain_grace,
-        allow_origins=tuple(args.allow_origin),
-        limits=HostLimits(max_sessions_per_token=args.max_sessions_per_token),
-    )
+    config = host_config(args, cwd=cwd, token=token or "", session_dir=session_dir)
     factory = make_session_factory(
         cwd=cwd,
         env=environ,

@@ -54,6 +54,7 @@ __all__ = [
     "SessionFactory",
     "SessionRequest",
     "Tokens",
+    "resolve_session_cwd",
 ]
 
 log = structlog.get_logger("pitrio.host")
@@ -128,6 +129,10 @@ class HostConfig:
         allow_origins: origins allowed besides the host's own.
         limits: see :class:`HostLimits`.
         static_dir: the browser page's folder (default: the package's ``static``).
+        roots: the folders a ``create_session`` ``cwd`` must resolve inside (``realpath``,
+            so a symlink cannot lead out); empty: the folder the host was created in. A
+            relative ``cwd`` is taken from the first root.
+        allow_any_cwd: the host token (never a client token) may name any folder.
     """
 
     host: str = "127.0.0.1"
@@ -139,6 +144,8 @@ class HostConfig:
     allow_origins: tuple[str, ...] = ()
     limits: HostLimits = HostLimits()
     static_dir: str | None = None
+    roots: tuple[str, ...] = ()
+    allow_any_cwd: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -148,7 +155,8 @@ class SessionRequest:
     Attributes:
         session_dir: the host's session folder (new files go there).
         session_file: a file to reopen, or ``None`` for a new session.
-        cwd: the working directory for a new session (``None``: the host's).
+        cwd: the working directory for a new session, absolute and checked against the
+            host's roots (``None``: the factory's default).
         model: ``provider/id`` (``None``: the default).
         thinking_level: the thinking level (``None``: the default).
     """
@@ -382,6 +390,37 @@ class HostApi(Protocol):
     async def open_session(self, token: str, session_id: str) -> LiveSession: ...
 
     async def close_session(self, live: LiveSession) -> None: ...
+
+
+def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> str:
+    """The real path of the folder ``cwd`` names, which must lie inside one of ``roots``.
+
+    Blocking (``realpath`` reads the file system): run it in a worker thread.
+
+    Args:
+        cwd: absolute, or relative to the first root.
+        roots: the allowed folders (at least one).
+        anywhere: skip the roots check (the host token with ``allow_any_cwd``).
+
+    Raises:
+        CommandRefused: (kind ``cwd_refused``) outside every root, or not a folder.
+    """
+    real_roots = [os.path.realpath(root) for root in roots]
+    # realpath resolves every symlink and "..": what is checked is where tools would run.
+    resolved = os.path.realpath(os.path.join(real_roots[0], cwd))
+    inside = any(
+        resolved == root or resolved.startswith(root.rstrip(os.sep) + os.sep) for root in real_roots
+    )
+    if not inside and not anywhere:
+        listed = ", ".join(real_roots)
+        raise CommandRefused(
+            "cwd_refused",
+            f"cwd {cwd!r} resolves to {resolved}, outside the host's roots ({listed}): "
+            "a session's folder must be inside a --root",
+        )
+    if not os.path.isdir(resolved):
+        raise CommandRefused("cwd_refused", f"cwd {cwd!r} is not a directory ({resolved})")
+    return resolved
 
 
 def find_session_file(session_dir: str, session_id: str) -> str | None:

@@ -13,11 +13,12 @@ Embedding a host in a Trio application::
 from __future__ import annotations
 
 import functools
+import os
 import secrets
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final
+from typing import Final, get_args
 
 import orjson
 import structlog
@@ -35,6 +36,7 @@ from pitrio.host._host import (
     SessionRequest,
     Tokens,
     locate_session_file,
+    resolve_session_cwd,
 )
 from pitrio.host._http import (
     STATIC_DIR,
@@ -49,11 +51,14 @@ from pitrio.host._http import (
 )
 from pitrio.host._metrics import HostMetrics, QueueSample
 from pitrio.host._ws_client import CLOSE_GOING_AWAY, CLOSE_TIMEOUT, Client
+from pitrio.providers import ModelThinkingLevel
 from pitrio.sessions import run_file_work
 
 __all__ = ["WS_MESSAGE_QUEUE", "WS_PATH", "Host", "open_host"]
 
 log = structlog.get_logger("pitrio.host")
+
+THINKING_LEVELS: Final = get_args(ModelThinkingLevel)
 
 WS_PATH: Final = "/ws"
 WS_MESSAGE_QUEUE: Final = 4
@@ -77,6 +82,8 @@ class Host:
         self.config = config
         self.token = config.token or secrets.token_urlsafe(32)
         self.tokens = Tokens(self.token)
+        self.roots = config.roots or (os.getcwd(),)
+        """Where a ``create_session`` ``cwd`` may lead (:func:`resolve_session_cwd`)."""
         self.metrics = HostMetrics()
         self.sessions: dict[str, LiveSession] = {}
         self.clients: set[Client] = set()
@@ -211,11 +218,22 @@ class Host:
         """Open a new session for ``token`` (which may then use it).
 
         Raises:
-            CommandRefused: the host is draining, the token has its limit of live sessions,
-                or the factory could not open the session.
+            CommandRefused: the host is draining, ``cwd`` is outside the roots (or not a
+                folder), ``thinking_level`` is unknown, the token has its limit of live
+                sessions, or the factory could not open the session (an unknown model).
         """
         if self.draining:
             raise CommandRefused("draining", "The host is shutting down")
+        if thinking_level is not None and thinking_level not in THINKING_LEVELS:
+            raise CommandRefused(
+                "invalid_command",
+                f"Invalid thinking_level {thinking_level!r}: one of {', '.join(THINKING_LEVELS)}",
+            )
+        if cwd is not None:
+            anywhere = self.config.allow_any_cwd and self.tokens.is_host(token)
+            cwd = await run_file_work(
+                functools.partial(resolve_session_cwd, cwd, self.roots, anywhere=anywhere)
+            )
         self._reserve(token)
         request = SessionRequest(
             session_dir=self.config.session_dir,

@@ -62,7 +62,11 @@ async def open_test_host(
     root = os.fspath(root)
     env = faux_env(root, script=script, settings=settings)
     factory = make_session_factory(cwd=root, env=env, provider="faux")
-    options: dict[str, Any] = {"port": 0, "session_dir": os.path.join(root, "sessions")}
+    options: dict[str, Any] = {
+        "port": 0,
+        "session_dir": os.path.join(root, "sessions"),
+        "roots": (root,),
+    }
     options.update(config)
     if limits is not None:
         options["limits"] = limits
