@@ -260,7 +260,25 @@ async def run_host(factory: SessionFactory, config: HostConfig, *, err: TextIO) 
     return 0
 
 
-def _configure_logging(err: TextIO) -> None:
+class _EscapingWriter:
+    """A text stream that escapes what its encoding cannot write (``backslashreplace``), so
+    a log line holding a lone surrogate is written instead of raising in the host."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+
+    def write(self, text: str) -> int:
+        safe = text.encode(self._encoding, "backslashreplace").decode(self._encoding)
+        return self._stream.write(safe)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def configure_logging(err: TextIO) -> None:
+    """structlog for ``pitrio serve``: lines on ``err`` (JSON unless it is a terminal), with
+    anything ``err``'s encoding cannot hold escaped (``errors="backslashreplace"``)."""
     import structlog
 
     processors: list[structlog.typing.Processor] = [
@@ -272,7 +290,8 @@ def _configure_logging(err: TextIO) -> None:
         processors.append(structlog.dev.ConsoleRenderer())
     else:
         processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
-    structlog.configure(processors=processors, logger_factory=structlog.PrintLoggerFactory(err))
+    writer: Any = _EscapingWriter(err)
+    structlog.configure(processors=processors, logger_factory=structlog.PrintLoggerFactory(writer))
 
 
 def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> int:
@@ -281,7 +300,7 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     err = sys.stderr
     environ = dict(os.environ if env is None else env)
     cwd = os.getcwd()
-    _configure_logging(err)
+    configure_logging(err)
 
     import trio
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import os
 import secrets
+import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
@@ -54,6 +55,7 @@ __all__ = [
     "SessionFactory",
     "SessionRequest",
     "Tokens",
+    "log_failure",
     "resolve_session_cwd",
 ]
 
@@ -283,7 +285,7 @@ class LiveSession:
         except Exception:
             if not started:
                 raise
-            self.log.exception("session_failed")
+            log_failure(self.log, "session_failed")
         finally:
             self._tasks = None
             if started:
@@ -342,7 +344,7 @@ class LiveSession:
         try:
             await self.commands.run(command, respond, task_status)
         except Exception:
-            log_.exception("command_failed")
+            log_failure(log_, "command_failed")
         finally:
             self._running -= 1
             self._limiter.release_on_behalf_of(borrower)
@@ -390,6 +392,25 @@ class HostApi(Protocol):
     async def open_session(self, token: str, session_id: str) -> LiveSession: ...
 
     async def close_session(self, live: LiveSession) -> None: ...
+
+
+def log_failure(logger: Any, event: str) -> None:
+    """``logger.exception(event)`` that cannot raise.
+
+    It is called where one connection's or session's failure is contained; a logger that
+    fails there (a traceback holding a lone surrogate, written to a strict UTF-8 stream by a
+    renderer that does not escape it) would otherwise end the host. A failing logger gets a
+    best-effort plain line on stderr instead; if even that fails, nothing is written.
+    """
+    try:
+        logger.exception(event)
+    except Exception as exc:
+        try:
+            failure = exc.__context__  # the error being logged
+            message = f"pitrio.host: {event} (the log line failed: {exc!r}; error: {failure!r})"
+            sys.stderr.write(message.encode("ascii", "backslashreplace").decode("ascii") + "\n")
+        except Exception:  # nowhere left to report to
+            pass
 
 
 def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> str:

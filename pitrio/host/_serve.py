@@ -36,6 +36,7 @@ from pitrio.host._host import (
     SessionRequest,
     Tokens,
     locate_session_file,
+    log_failure,
     resolve_session_cwd,
 )
 from pitrio.host._http import (
@@ -355,7 +356,7 @@ class Host:
         except Exception:
             # One connection's failure (a bug) must not end the host and the other clients.
             self.metrics.error("internal")
-            log.exception("connection_failed")
+            log_failure(log, "connection_failed")
         finally:
             await trio.aclose_forcefully(stream)
 

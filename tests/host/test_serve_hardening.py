@@ -3,13 +3,24 @@ extensions per session, and logging that cannot end the host."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
+from trio_websocket import ConnectionClosed
 
-from tests.host.serve_helpers import Client, open_client, open_test_host
+from pitrio.cli._serve import make_session_factory
+from pitrio.host import HostConfig, OpenedSession, SessionRequest, open_host
+from tests.host.serve_helpers import Client, faux_env, http_get, open_client, open_test_host
+
+SURROGATE = "bad \ud800 value"
+"""Text no UTF-8 stream with strict errors can write."""
 
 
 async def _pwd(client: Client, created: dict[str, Any]) -> str:
@@ -113,3 +124,81 @@ def test_root_flags_default_to_the_current_folder_and_resolve_against_it(tmp_pat
     args = _parser().parse_args(["--root", "a", "--root", "/srv/b", "--allow-any-cwd"])
     config = host_config(args, cwd=cwd, token="t", session_dir=cwd)
     assert config.roots == (os.path.join(cwd, "a"), "/srv/b") and config.allow_any_cwd is True
+
+
+class _Terminal(io.TextIOWrapper):
+    """A strict UTF-8 stream that says it is a terminal (structlog's console renderer)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _strict(stream_type: type[io.TextIOWrapper] = io.TextIOWrapper) -> io.TextIOWrapper:
+    return stream_type(io.BytesIO(), encoding="utf-8", errors="strict", write_through=True)
+
+
+def _written(stream: io.TextIOWrapper) -> str:
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode()
+
+
+@contextmanager
+def _structlog_config() -> Iterator[None]:
+    """Restore structlog's configuration after the block."""
+    saved = structlog.get_config()
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+
+
+async def test_a_log_line_that_cannot_be_written_does_not_end_the_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A connection failure whose traceback holds a lone surrogate, logged by structlog's
+    console renderer to a strict UTF-8 stream, ends only that connection: the host keeps
+    serving and a plain line on stderr says what failed."""
+    root = str(tmp_path)
+    inner = make_session_factory(cwd=root, env=faux_env(root), provider="faux")
+
+    def factory(request: SessionRequest) -> AbstractAsyncContextManager[OpenedSession]:
+        if request.model == "boom":
+            raise RuntimeError(SURROGATE)  # a bug in a factory: not a refused request
+        return inner(request)
+
+    config = HostConfig(port=0, session_dir=os.path.join(root, "sessions"), roots=(root,))
+    with _structlog_config():
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(_strict()))
+        async with open_host(factory, config) as host:
+            async with open_client(host) as client:
+                await client.send({"type": "create_session", "model": "boom"})
+                with pytest.raises(ConnectionClosed):
+                    await client.frame()
+            status, _, _ = await http_get(host, "/healthz")
+            assert status == 200
+            async with open_client(host) as client:
+                assert (await client.call({"type": "create_session"}))["success"] is True
+    assert "pitrio.host: connection_failed" in capsys.readouterr().err
+    assert host.metrics.errors["internal"] == 1
+
+
+def test_serve_logging_escapes_what_the_stream_cannot_encode() -> None:
+    """``pitrio serve``'s logging writes a lone surrogate escaped, to a terminal (console
+    lines) and otherwise as JSON lines with the traceback."""
+    from pitrio.cli._serve import configure_logging
+
+    with _structlog_config():
+        terminal = _strict(_Terminal)
+        configure_logging(terminal)
+        structlog.get_logger("t").error(SURROGATE)  # the event is written as is
+        assert "bad \\ud800 value" in _written(terminal)
+        piped = _strict()
+        configure_logging(piped)
+        try:
+            raise RuntimeError(SURROGATE)
+        except RuntimeError:
+            structlog.get_logger("t").exception("json_line", detail=SURROGATE)
+        record = json.loads(_written(piped))
+        assert record["event"] == "json_line" and record["detail"] == SURROGATE
+        assert "RuntimeError" in record["exception"]
