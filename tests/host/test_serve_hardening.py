@@ -202,3 +202,27 @@ def test_serve_logging_escapes_what_the_stream_cannot_encode() -> None:
         record = json.loads(_written(piped))
         assert record["event"] == "json_line" and record["detail"] == SURROGATE
         assert "RuntimeError" in record["exception"]
+
+
+def test_available_models_check_each_providers_credentials_once(tmp_path: Path) -> None:
+    """``ModelSetup.available`` (asked for every session the host opens) checks credentials
+    once per provider, not once per model, and finds exactly the models with credentials."""
+    import attrs
+
+    from pitrio.cli._setup import Credentials, load_model_setup
+    from pitrio.providers import Model
+
+    env = {**faux_env(str(tmp_path)), "OPENAI_API_KEY": "sk-test"}
+    setup = load_model_setup(str(tmp_path / "agent"), env)
+    checked: list[str] = []
+
+    class CountingCredentials(Credentials):
+        def has_auth(self, model: Model) -> bool:
+            checked.append(model.provider)
+            return super().has_auth(model)
+
+    counting = CountingCredentials(setup.credentials.custom, env)
+    found = attrs.evolve(setup, credentials=counting).available()
+    assert found == [m for m in setup.models if setup.credentials.has_auth(m)]
+    assert {m.provider for m in found} == {"openai", "faux"}
+    assert len(checked) == len({m.provider for m in setup.models}) < len(setup.models) / 10
