@@ -16,7 +16,7 @@ bounded async-iterator subscriptions.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal, NoReturn, Self
 
@@ -117,6 +117,19 @@ BusyPolicy = Literal["reject", "steer", "follow_up", "interrupt"]
 """What a prompt does when it arrives while a run is in progress: ``"reject"`` raises pi's
 "already processing" error (the default), ``"steer"`` / ``"follow_up"`` queue it, and
 ``"interrupt"`` aborts the run and then starts the new prompt."""
+
+
+class _Done:
+    """An awaitable that is already complete (no checkpoint): an undelivered event's emit."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator that returns at once
+
+
+_DONE: Final = _Done()
 
 
 @attrs.define(eq=False)
@@ -557,12 +570,14 @@ class Agent:
         async with self._bus.open_subscription(max_buffer=max_buffer, policy=policy) as sub:
             yield sub
 
-    async def _emit(self, event: AgentEvent, *, deliver: bool = True) -> None:
+    def _emit(self, event: AgentEvent, *, deliver: bool = True) -> Awaitable[None]:
         # Reduce state first (pi's processEvents), then record, then deliver. With
         # deliver=False (an abort epilogue whose subscribers stalled past its bound) the state,
         # and whoever records it, still see every closing event; only delivery is skipped.
         # One function on the per-delta path: the reducer is inlined here on purpose, and the
-        # per-token event is matched by its exact type before the isinstance chain.
+        # per-token event is matched by its exact type before the isinstance chain. A plain
+        # function returning the bus's publish: callers await it at once (the state changes
+        # when they call), and a token costs one coroutine, not two.
         if type(event) is MessageUpdateEvent or isinstance(
             event, MessageUpdateEvent | MessageStartEvent
         ):
@@ -584,7 +599,8 @@ class Agent:
         if self.record_event is not None:
             self.record_event(event)
         if deliver:
-            await self._bus.publish(event)
+            return self._bus.publish(event)
+        return _DONE
 
     async def _reduce_only(self, event: AgentEvent) -> None:
         await self._emit(event, deliver=False)
