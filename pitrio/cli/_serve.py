@@ -99,6 +99,20 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the host token (never a client token) create sessions in any folder",
     )
+    parser.add_argument(
+        "-e",
+        "--extension",
+        action="append",
+        default=[],
+        dest="extensions",
+        metavar="PATH",
+        help="an extension loaded into every session (repeatable)",
+    )
+    parser.add_argument(
+        "--no-extensions",
+        action="store_true",
+        help="load only the -e extensions, not the project's, global or installed ones",
+    )
     parser.add_argument("--provider", help="the sessions' provider (as pitrio --provider)")
     parser.add_argument("--model", help="the sessions' model (as pitrio --model)")
     parser.add_argument("--thinking", help="the sessions' thinking level")
@@ -113,6 +127,8 @@ def make_session_factory(
     model: str | None = None,
     thinking: str | None = None,
     warn: Callable[[str], None] = lambda message: None,
+    extensions: Sequence[str] = (),
+    no_extensions: bool = False,
 ) -> SessionFactory:
     """A :data:`~pitrio.host.SessionFactory` building sessions as ``pitrio --mode rpc`` does.
 
@@ -122,14 +138,35 @@ def make_session_factory(
         provider, model, thinking: the defaults of ``--provider``/``--model``/``--thinking``;
             a ``create_session`` naming a model replaces them.
         warn: told each warning found while building a session.
+        extensions: ``-e`` paths (relative to ``cwd``), loaded into every session.
+        no_extensions: load only ``extensions``, not the project's, global or entry points.
+
+    Each session gets its own :class:`~pitrio.extensions.ExtensionRunner` (extensions keep
+    per-session state) loaded for that session's cwd, with :class:`~pitrio.extensions.HeadlessUI`
+    (dialogs answer their defaults). An extension that fails to load is skipped and reported
+    in :attr:`~pitrio.host.OpenedSession.load_errors`.
     """
+    import attrs
     import trio
 
     from pitrio.cli._coding import load_session_resources, prompt_resources
+    from pitrio.cli._extensions import discover_resources
     from pitrio.cli._rpc_mode import _export_html, list_commands
     from pitrio.cli._setup import CliArgs, CliError, build_runtime
+    from pitrio.extensions import (
+        ExtensionRunner,
+        HeadlessUI,
+        find_entry_points,
+        load_extensions,
+        open_extension_session,
+    )
     from pitrio.host import OpenedSession, RpcServices
-    from pitrio.sessions import open_agent_session
+    from pitrio.sessions import ExtensionErrorEvent
+
+    explicit = tuple(os.path.join(cwd, path) for path in extensions)
+    # Finding entry points reads every installed package's metadata (~5 ms): once per host.
+    entry_points: list[Any] = []
+    found_entry_points = False
 
     @asynccontextmanager
     async def factory(request: SessionRequest) -> AsyncIterator[OpenedSession]:
@@ -159,18 +196,35 @@ def make_session_factory(
                     f'Unknown model "{request.model}": not in the host\'s model registry '
                     "(pitrio --list-models shows them)"
                 )
+            nonlocal found_entry_points
+            if not found_entry_points and not no_extensions:
+                entry_points[:] = await trio.to_thread.run_sync(find_entry_points)
+                found_entry_points = True
+            runner = ExtensionRunner(cwd=runtime.resources.cwd, ui=HeadlessUI())
+            await load_extensions(
+                runner,
+                agent_dir=runtime.dirs.write_dir,
+                explicit=explicit,
+                no_extensions=no_extensions,
+                entry_points=entry_points,
+            )
+            runtime = await discover_resources(attrs.evolve(runtime, extensions=runner))
             resources = await load_session_resources(runtime.resources)
         except BaseException:
             runtime.session_manager.close()
             raise
+        load_errors = tuple(
+            ExtensionErrorEvent(extension_path=error.path, event="load", error=error.error)
+            for error in runner.load_errors
+        )
         system_prompt = resources.build_system_prompt(list(runtime.tool_names))
         services = RpcServices(
             list_commands=functools.partial(list_commands, resources, runtime.resources.cwd),
             export_html=_export_html,
         )
         options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
-        async with open_agent_session(**options) as session:
-            yield OpenedSession(session, services)
+        async with open_extension_session(runner, **options) as session:
+            yield OpenedSession(session, services, load_errors)
 
     return factory
 
@@ -323,6 +377,8 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
         model=args.model,
         thinking=args.thinking,
         warn=warn,
+        extensions=args.extensions,
+        no_extensions=args.no_extensions,
     )
     try:
         return trio.run(functools.partial(run_host, factory, config, err=err))

@@ -62,6 +62,7 @@ from pitrio.extensions._events import UserBashEventResult as UserBashEventResult
 from pitrio.extensions._events import field_of as field_of
 from pitrio.extensions._loader import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from pitrio.extensions._loader import discover_extension_paths as discover_extension_paths
+from pitrio.extensions._loader import find_entry_points as find_entry_points
 from pitrio.extensions._loader import load_extension as load_extension
 from pitrio.extensions._loader import load_extensions as load_extensions
 from pitrio.extensions._runner import ExtensionRunner as ExtensionRunner
@@ -130,6 +131,7 @@ __all__ = [
     "UserBashEventResult",
     "discover_extension_paths",
     "field_of",
+    "find_entry_points",
     "load_extension",
     "load_extensions",
     "open_extension_session",

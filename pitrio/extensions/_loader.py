@@ -41,6 +41,7 @@ from pitrio.extensions._runner import ExtensionRunner, LoadError
 __all__ = [
     "ENTRY_POINT_GROUP",
     "discover_extension_paths",
+    "find_entry_points",
     "load_extension",
     "load_extensions",
 ]
@@ -153,11 +154,18 @@ async def load_extension(runner: ExtensionRunner, path: str) -> bool:
     return True
 
 
-async def _load_entry_points(runner: ExtensionRunner) -> None:
-    points = sorted(
+def find_entry_points() -> list[importlib.metadata.EntryPoint]:
+    """The installed ``pitrio.extensions`` entry points, by name (this reads every installed
+    distribution's metadata: a host that opens many sessions looks them up once)."""
+    return sorted(
         importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda point: point.name
     )
-    for point in points:
+
+
+async def _load_entry_points(
+    runner: ExtensionRunner, points: Sequence[importlib.metadata.EntryPoint] | None = None
+) -> None:
+    for point in find_entry_points() if points is None else points:
         label = f"{point.value} (entry point {point.name})"
         try:
             loaded = point.load()
@@ -174,7 +182,7 @@ async def load_extensions(
     agent_dir: str,
     explicit: Sequence[str] = (),
     no_extensions: bool = False,
-    entry_points: bool = True,
+    entry_points: bool | Sequence[importlib.metadata.EntryPoint] = True,
 ) -> ExtensionRunner:
     """Load every extension into ``runner`` in the module docstring's order; returns it.
 
@@ -182,15 +190,16 @@ async def load_extensions(
         agent_dir: pitrio's agent dir (the global extensions are in its ``extensions``).
         explicit: the ``-e`` paths (relative to ``runner.cwd``).
         no_extensions: skip the project, global and entry-point extensions.
-        entry_points: also load the ``pitrio.extensions`` entry points.
+        entry_points: also load the ``pitrio.extensions`` entry points (or these ones, found
+            earlier with :func:`find_entry_points`).
     """
     discovered = discover_extension_paths(
         cwd=runner.cwd, agent_dir=agent_dir, no_extensions=no_extensions
     )
     for path in discovered:
         await load_extension(runner, path)
-    if entry_points and not no_extensions:
-        await _load_entry_points(runner)
+    if entry_points is not False and not no_extensions:
+        await _load_entry_points(runner, None if entry_points is True else entry_points)
     # -e paths last (a path already discovered is not loaded twice).
     everything = discover_extension_paths(
         cwd=runner.cwd, agent_dir=agent_dir, explicit=explicit, no_extensions=no_extensions

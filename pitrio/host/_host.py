@@ -32,7 +32,7 @@ from pitrio._exceptions import PitrioError
 from pitrio.host._metrics import HostMetrics
 from pitrio.host._rpc_commands import RpcServices, SessionCommands
 from pitrio.host._rpc_types import RpcCommand
-from pitrio.sessions import AgentSession, run_file_work
+from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
 
 __all__ = [
     "COMMANDS_PER_SECOND",
@@ -176,6 +176,9 @@ class OpenedSession:
 
     session: AgentSession
     services: RpcServices = attrs.field(factory=RpcServices)
+    load_errors: tuple[ExtensionErrorEvent, ...] = ()
+    """Extensions that failed to load (``event`` ``"load"``): logged with the session's id
+    and published as ``extension_error`` events once its first client has attached."""
 
 
 SessionFactory = Callable[[SessionRequest], AbstractAsyncContextManager[OpenedSession]]
@@ -245,6 +248,14 @@ class LiveSession:
         self._close = trio.Event()
         self.closed = trio.Event()
         self._tasks: trio.Nursery | None = None
+        self._load_errors: list[ExtensionErrorEvent] = []
+
+    async def publish_load_errors(self) -> None:
+        """Publish the extensions' load errors as ``extension_error`` events (once: called
+        when a client has attached, so the one that created or reopened it sees them)."""
+        errors, self._load_errors = self._load_errors, []
+        for error in errors:
+            await self.session.publish(error)
 
     @property
     def is_idle(self) -> bool:
@@ -275,6 +286,11 @@ class LiveSession:
                 self.commands = SessionCommands(opened.session, opened.services)
                 self.id = opened.session.session_id
                 self.log = log.bind(session=self.id)
+                self._load_errors = list(opened.load_errors)
+                for error in self._load_errors:
+                    self.log.warning(
+                        "extension_load_failed", extension=error.extension_path, error=error.error
+                    )
                 async with trio.open_nursery() as tasks:
                     self._tasks = tasks
                     tasks.start_soon(self._idle_watch)

@@ -412,6 +412,7 @@ class Client:
             if live.session.session_file is not None:
                 data["sessionFile"] = live.session.session_file
             await self._attach(live, None, id_, type_, data)
+            await live.publish_load_errors()
             return
         if type_ == "list_sessions":
             listed = [
@@ -450,6 +451,7 @@ class Client:
             if previous is not None:
                 previous.scope.cancel()
             await self._attach(live, resume, id_, type_, None)
+            await live.publish_load_errors()
             return
         live = host.live_session(self.token, session)
         if type_ == "detach_session":

@@ -56,12 +56,14 @@ async def open_test_host(
     script: list[Any] | None = None,
     settings: dict[str, Any] | None = None,
     limits: HostLimits | None = None,
+    factory_options: dict[str, Any] | None = None,
     **config: Any,
 ) -> AsyncIterator[Host]:
-    """A host on ``127.0.0.1:<free port>`` whose sessions use the faux provider."""
+    """A host on ``127.0.0.1:<free port>`` whose sessions use the faux provider
+    (``factory_options``: more keyword arguments for ``make_session_factory``)."""
     root = os.fspath(root)
     env = faux_env(root, script=script, settings=settings)
-    factory = make_session_factory(cwd=root, env=env, provider="faux")
+    factory = make_session_factory(cwd=root, env=env, provider="faux", **(factory_options or {}))
     options: dict[str, Any] = {
         "port": 0,
         "session_dir": os.path.join(root, "sessions"),

@@ -17,7 +17,14 @@ from trio_websocket import ConnectionClosed
 
 from pitrio.cli._serve import make_session_factory
 from pitrio.host import HostConfig, OpenedSession, SessionRequest, open_host
-from tests.host.serve_helpers import Client, faux_env, http_get, open_client, open_test_host
+from tests.host.serve_helpers import (
+    Client,
+    faux_env,
+    http_get,
+    open_client,
+    open_test_host,
+    text_of_deltas,
+)
 
 SURROGATE = "bad \ud800 value"
 """Text no UTF-8 stream with strict errors can write."""
@@ -226,3 +233,86 @@ def test_available_models_check_each_providers_credentials_once(tmp_path: Path) 
     assert found == [m for m in setup.models if setup.credentials.has_auth(m)]
     assert {m.provider for m in found} == {"openai", "faux"}
     assert len(checked) == len({m.provider for m in setup.models}) < len(setup.models) / 10
+
+
+COUNTER = """
+def register(pi):
+    seen = []  # per runner, so per session
+    def tag(event, ctx):
+        seen.append(event.text)
+        return {"action": "transform", "text": f"{event.text} [TAG {len(seen)}]"}
+    pi.on("input", tag)
+"""
+
+
+async def _answer(client: Client, sid: str, text: str) -> str:
+    """The faux model's echo of prompt ``text`` in session ``sid`` (without the message count
+    it adds after the first turn)."""
+    await client.send({"type": "prompt", "session": sid, "message": text})
+    frames = await client.until(lambda f: f.get("type") == "agent_end" and f["session"] == sid)
+    return text_of_deltas([f for f in frames if f.get("session") == sid]).split(" (")[0]
+
+
+async def test_sessions_load_their_folders_extensions_each_with_its_own_state(
+    tmp_path: Path,
+) -> None:
+    """A session loads the project extensions of its own cwd, the global ones and -e ones,
+    each session with its own runner (an extension's state is per session); a session in a
+    folder without project extensions does not get them."""
+    root = tmp_path / "root"
+    project, plain = root / "project", root / "plain"
+    (project / ".pitrio" / "extensions").mkdir(parents=True)
+    plain.mkdir()
+    (project / ".pitrio" / "extensions" / "counter.py").write_text(COUNTER.replace("TAG", "p"))
+    (tmp_path / "root" / "agent" / "extensions").mkdir(parents=True)
+    (root / "agent" / "extensions" / "g.py").write_text(COUNTER.replace("TAG", "g"))
+    (tmp_path / "explicit.py").write_text(COUNTER.replace("TAG", "e"))
+    options = {"extensions": [str(tmp_path / "explicit.py")]}
+    async with (
+        open_test_host(root, factory_options=options) as host,
+        open_client(host) as client,
+    ):
+        first = (await client.call({"type": "create_session", "cwd": "project"}))["data"]
+        second = (await client.call({"type": "create_session", "cwd": "project"}))["data"]
+        other = (await client.call({"type": "create_session", "cwd": "plain"}))["data"]
+        assert await _answer(client, first["session"], "a") == "You said: a [p 1] [g 1] [e 1]"
+        assert await _answer(client, first["session"], "b") == "You said: b [p 2] [g 2] [e 2]"
+        assert await _answer(client, second["session"], "c") == "You said: c [p 1] [g 1] [e 1]"
+        assert await _answer(client, other["session"], "d") == "You said: d [g 1] [e 1]"
+
+
+async def test_no_extensions_keeps_only_the_explicit_ones(tmp_path: Path) -> None:
+    """With no_extensions (``--no-extensions``) a session loads only the -e extensions."""
+    (tmp_path / ".pitrio" / "extensions").mkdir(parents=True)
+    (tmp_path / ".pitrio" / "extensions" / "p.py").write_text(COUNTER.replace("TAG", "p"))
+    (tmp_path / "explicit.py").write_text(COUNTER.replace("TAG", "e"))
+    options = {"extensions": ["explicit.py"], "no_extensions": True}
+    async with (
+        open_test_host(tmp_path, factory_options=options) as host,
+        open_client(host) as client,
+    ):
+        sid = (await client.call({"type": "create_session"}))["data"]["session"]
+        assert await _answer(client, sid, "x") == "You said: x [e 1]"
+
+
+async def test_an_extension_that_fails_to_load_is_an_extension_error_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An extension that does not load is skipped: the session opens, its client gets an
+    ``extension_error`` event (event ``load``) with the session and a seq, and the host logs
+    it with the session's id."""
+    broken = tmp_path / ".pitrio" / "extensions" / "broken.py"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("def register(pi):\n    raise RuntimeError('cannot start')\n")
+    async with open_test_host(tmp_path) as host, open_client(host) as client:
+        created = await client.call({"type": "create_session"})
+        assert created["success"] is True
+        sid = created["data"]["session"]
+        assert await _answer(client, sid, "still") == "You said: still"
+        # Events arrive in seq order: by agent_end the load error (seq 1) has arrived.
+        [event] = [f for f in client.seen if f.get("type") == "extension_error"]
+        assert event["session"] == sid and event["seq"] == 1
+        assert event["extensionPath"] == str(broken) and event["event"] == "load"
+        assert "cannot start" in event["error"]
+    logged = capsys.readouterr().out
+    assert "extension_load_failed" in logged and sid in logged
