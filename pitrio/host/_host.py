@@ -28,9 +28,9 @@ import attrs
 import structlog
 import trio
 
-from pitrio._exceptions import PitrioError
+from pitrio._exceptions import PitrioError, UsageError
 from pitrio.host._metrics import HostMetrics
-from pitrio.host._rpc_commands import RpcServices, SessionCommands
+from pitrio.host._rpc_commands import PathKind, RpcServices, SessionCommands
 from pitrio.host._rpc_types import RpcCommand
 from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
 
@@ -232,8 +232,17 @@ class LiveSession:
         owner: the token that created or reopened it.
     """
 
-    def __init__(self, request: SessionRequest, owner: str, idle_timeout: float) -> None:
+    def __init__(
+        self,
+        request: SessionRequest,
+        owner: str,
+        idle_timeout: float,
+        *,
+        roots: tuple[str, ...] = (),
+    ) -> None:
         self.request = request
+        self.roots = roots
+        """Folders a client-named output file may be written in (besides the session dir)."""
         self.owner = owner
         self.id = ""
         self.session: AgentSession
@@ -256,6 +265,19 @@ class LiveSession:
         errors, self._load_errors = self._load_errors, []
         for error in errors:
             await self.session.publish(error)
+
+    async def _check_path(self, path: str, kind: PathKind) -> str:
+        # A client names files the host opens or writes with its own privileges: session
+        # files only from the host's session folder, output only there or inside a root.
+        allowed = (
+            (self.request.session_dir,)
+            if kind == "session"
+            else (
+                self.request.session_dir,
+                *self.roots,
+            )
+        )
+        return await run_file_work(confine_path, path, allowed)
 
     @property
     def is_idle(self) -> bool:
@@ -283,7 +305,8 @@ class LiveSession:
         try:
             async with factory(self.request) as opened:
                 self.session = opened.session
-                self.commands = SessionCommands(opened.session, opened.services)
+                services = attrs.evolve(opened.services, check_path=self._check_path)
+                self.commands = SessionCommands(opened.session, services)
                 self.id = opened.session.session_id
                 self.log = log.bind(session=self.id)
                 self._load_errors = list(opened.load_errors)
@@ -458,6 +481,25 @@ def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> 
     if not os.path.isdir(resolved):
         raise CommandRefused("cwd_refused", f"cwd {cwd!r} is not a directory ({resolved})")
     return resolved
+
+
+def confine_path(path: str, allowed: tuple[str, ...]) -> str:
+    """The real path of ``path`` (relative: to the first allowed folder), which must lie
+    inside one of ``allowed``.
+
+    Blocking (``realpath`` reads the file system): run it in a worker thread.
+
+    Raises:
+        UsageError: it resolves outside every allowed folder.
+    """
+    real = [os.path.realpath(folder) for folder in allowed]
+    resolved = os.path.realpath(os.path.join(real[0], path))
+    if any(resolved.startswith(folder.rstrip(os.sep) + os.sep) for folder in real):
+        return resolved
+    raise UsageError(
+        f"path {path!r} resolves to {resolved}, outside the folders this host lets clients "
+        f"name ({', '.join(real)})"
+    )
 
 
 def find_session_file(session_dir: str, session_id: str) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import structlog
@@ -50,6 +50,10 @@ STREAMING_NEEDS_BEHAVIOR: Final = (
 """pi's words for a prompt sent while the agent runs, without ``streamingBehavior``."""
 
 
+PathKind: TypeAlias = Literal["session", "output"]
+"""What a client-named path is for: a session file to open, or a file to write."""
+
+
 @attrs.frozen(kw_only=True)
 class RpcServices:
     """What the command line provides that the session layer does not know about.
@@ -64,6 +68,11 @@ class RpcServices:
 
     list_commands: Callable[[], list[dict[str, Any]]] | None = None
     export_html: Callable[[AgentSession, str | None], Awaitable[str]] | None = None
+    check_path: Callable[[str, PathKind], Awaitable[str]] | None = None
+    """Checks a file path a client names (``switch_session``'s ``sessionPath``,
+    ``new_session``'s ``parentSession``, ``export_html``'s ``outputPath``) and returns the path
+    to use, or raises :class:`~pitrio.UsageError`. ``None`` (RPC mode, where the client is the
+    user at their own terminal): any path. The websocket host confines them."""
 
 
 LONG_COMMANDS: Final = (
@@ -93,6 +102,12 @@ class SessionCommands:
     def __init__(self, session: AgentSession, services: RpcServices | None = None) -> None:
         self.session = session
         self.services = services if services is not None else RpcServices()
+
+    async def _path(self, path: str | None, kind: PathKind) -> str | None:
+        check = self.services.check_path
+        if path is None or check is None:
+            return path
+        return await check(path, kind)
 
     async def run(
         self,
@@ -142,7 +157,8 @@ class SessionCommands:
                 return ok("abort")
             case rpc.NewSession():
                 started()
-                done = await session.new_session(parent_session=command.parent_session)
+                parent = await self._path(command.parent_session, "session")
+                done = await session.new_session(parent_session=parent)
                 return ok("new_session", {"cancelled": not done})
             case rpc.GetState():
                 return ok("get_state", self.state())
@@ -213,10 +229,13 @@ class SessionCommands:
                 export = self.services.export_html
                 if export is None:
                     raise UsageError("Export to HTML is not available")
-                return ok("export_html", {"path": await export(session, command.output_path)})
+                output = await self._path(command.output_path, "output")
+                return ok("export_html", {"path": await export(session, output)})
             case rpc.SwitchSession():
                 started()
-                done = await session.switch_session(command.session_path)
+                path = await self._path(command.session_path, "session")
+                assert path is not None
+                done = await session.switch_session(path)
                 return ok("switch_session", {"cancelled": not done})
             case rpc.Fork():
                 started()

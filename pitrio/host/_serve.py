@@ -309,7 +309,7 @@ class Host:
         nursery = self._sessions_nursery
         if nursery is None:
             raise CommandRefused("draining", "The host is shutting down")
-        live = LiveSession(request, owner, self.config.idle_timeout)
+        live = LiveSession(request, owner, self.config.idle_timeout, roots=self.roots)
         try:
             started: LiveSession = await nursery.start(live.run, self.factory, self._closed)
         except (PitrioError, OSError, ValueError) as exc:

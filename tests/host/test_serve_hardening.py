@@ -316,3 +316,40 @@ async def test_an_extension_that_fails_to_load_is_an_extension_error_event(
         assert "cannot start" in event["error"]
     logged = capsys.readouterr().out
     assert "extension_load_failed" in logged and sid in logged
+
+
+async def test_paths_a_client_names_stay_inside_the_hosts_folders(tmp_path: Path) -> None:
+    """switch_session, new_session's parentSession and export_html name files the host opens
+    or writes with its own privileges: outside the session folder (or, for output, a root)
+    they are refused and nothing is written; inside they work."""
+    root, outside = _folders(tmp_path)
+    async with open_test_host(root) as host, open_client(host) as client:
+        created = await client.call({"type": "create_session"})
+        sid = created["data"]["session"]
+        original = created["data"]["sessionFile"]
+        await client.call({"type": "prompt", "session": sid, "message": "hi"})
+        await client.until(lambda f: f.get("type") == "agent_end")  # the file is written
+        escapes = ["../../outside/s.jsonl", str(outside / "s.jsonl"), "/etc/passwd"]
+        for path in escapes:
+            for frame in (
+                {"type": "switch_session", "session": sid, "sessionPath": path},
+                {"type": "new_session", "session": sid, "parentSession": path},
+            ):
+                answer = await client.call(frame)
+                assert answer["success"] is False, (frame, answer)
+                assert "outside the folders this host lets clients name" in answer["error"]
+        refused = await client.call(
+            {"type": "export_html", "session": sid, "outputPath": str(outside / "o.html")}
+        )
+        assert refused["success"] is False
+        assert "outside the folders" in refused["error"]
+        assert list(outside.iterdir()) == []
+        inside = await client.call(
+            {"type": "export_html", "session": sid, "outputPath": str(root / "o.html")}
+        )
+        assert inside["success"] is True, inside["error"]
+        assert os.path.isfile(root / "o.html")
+        moved = await client.call(
+            {"type": "switch_session", "session": sid, "sessionPath": original}
+        )
+        assert moved["success"] is True, moved
