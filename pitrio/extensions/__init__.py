@@ -18,9 +18,11 @@ from pitrio.extensions._api import ExtensionAPI as ExtensionAPI
 from pitrio.extensions._api import ExtensionContext as ExtensionContext
 from pitrio.extensions._api import ExtensionRuntime as ExtensionRuntime
 from pitrio.extensions._api import ExtensionTool as ExtensionTool
+from pitrio.extensions._api import ModelRegistryView as ModelRegistryView
 from pitrio.extensions._api import RegisteredCommand as RegisteredCommand
 from pitrio.extensions._api import RegisteredFlag as RegisteredFlag
 from pitrio.extensions._api import RegisteredShortcut as RegisteredShortcut
+from pitrio.extensions._api import ToolInfo as ToolInfo
 from pitrio.extensions._events import EVENT_NAMES as EVENT_NAMES
 from pitrio.extensions._events import AfterProviderResponseEvent as AfterProviderResponseEvent
 from pitrio.extensions._events import BeforeAgentStartEvent as BeforeAgentStartEvent
@@ -68,6 +70,21 @@ from pitrio.extensions._loader import load_extensions as load_extensions
 from pitrio.extensions._runner import ExtensionRunner as ExtensionRunner
 from pitrio.extensions._runner import LoadError as LoadError
 from pitrio.extensions._runner import open_extension_session as open_extension_session
+from pitrio.extensions._tool_events import BashToolCallEvent as BashToolCallEvent
+from pitrio.extensions._tool_events import BashToolInput as BashToolInput
+from pitrio.extensions._tool_events import EditToolCallEvent as EditToolCallEvent
+from pitrio.extensions._tool_events import EditToolInput as EditToolInput
+from pitrio.extensions._tool_events import FindToolCallEvent as FindToolCallEvent
+from pitrio.extensions._tool_events import FindToolInput as FindToolInput
+from pitrio.extensions._tool_events import GrepToolCallEvent as GrepToolCallEvent
+from pitrio.extensions._tool_events import GrepToolInput as GrepToolInput
+from pitrio.extensions._tool_events import LsToolCallEvent as LsToolCallEvent
+from pitrio.extensions._tool_events import LsToolInput as LsToolInput
+from pitrio.extensions._tool_events import ReadToolCallEvent as ReadToolCallEvent
+from pitrio.extensions._tool_events import ReadToolInput as ReadToolInput
+from pitrio.extensions._tool_events import WriteToolCallEvent as WriteToolCallEvent
+from pitrio.extensions._tool_events import WriteToolInput as WriteToolInput
+from pitrio.extensions._tool_events import is_tool_call_event_type as is_tool_call_event_type
 from pitrio.extensions._ui import UI_OUTBOX as UI_OUTBOX
 from pitrio.extensions._ui import ExtensionUI as ExtensionUI
 from pitrio.extensions._ui import HeadlessUI as HeadlessUI
@@ -78,11 +95,15 @@ __all__ = [
     "EVENT_NAMES",
     "UI_OUTBOX",
     "AfterProviderResponseEvent",
+    "BashToolCallEvent",
+    "BashToolInput",
     "BeforeAgentStartEvent",
     "BeforeAgentStartEventResult",
     "BeforeProviderRequestEvent",
     "ContextEvent",
     "ContextEventResult",
+    "EditToolCallEvent",
+    "EditToolInput",
     "EventBus",
     "ExecResult",
     "Extension",
@@ -92,12 +113,21 @@ __all__ = [
     "ExtensionRuntime",
     "ExtensionTool",
     "ExtensionUI",
+    "FindToolCallEvent",
+    "FindToolInput",
+    "GrepToolCallEvent",
+    "GrepToolInput",
     "HeadlessUI",
     "InputEvent",
     "InputEventResult",
     "LoadError",
+    "LsToolCallEvent",
+    "LsToolInput",
     "MessageEndEventResult",
+    "ModelRegistryView",
     "ModelSelectEvent",
+    "ReadToolCallEvent",
+    "ReadToolInput",
     "RegisteredCommand",
     "RegisteredFlag",
     "RegisteredShortcut",
@@ -122,6 +152,7 @@ __all__ = [
     "ThinkingLevelSelectEvent",
     "ToolCallEvent",
     "ToolCallEventResult",
+    "ToolInfo",
     "ToolResultEvent",
     "ToolResultEventResult",
     "TurnEndEvent",
@@ -129,9 +160,12 @@ __all__ = [
     "UiBridge",
     "UserBashEvent",
     "UserBashEventResult",
+    "WriteToolCallEvent",
+    "WriteToolInput",
     "discover_extension_paths",
     "field_of",
     "find_entry_points",
+    "is_tool_call_event_type",
     "load_extension",
     "load_extensions",
     "open_extension_session",

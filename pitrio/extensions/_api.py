@@ -41,6 +41,10 @@ class ExtensionRuntime(Protocol):
 
     def request_shutdown(self) -> None: ...
 
+    def all_tools(self) -> list[ToolInfo]: ...
+
+    def set_active_tools(self, names: Sequence[str]) -> None: ...
+
     def register_provider(
         self,
         name: str,
@@ -60,9 +64,11 @@ __all__ = [
     "ExtensionContext",
     "ExtensionRuntime",
     "ExtensionTool",
+    "ModelRegistryView",
     "RegisteredCommand",
     "RegisteredFlag",
     "RegisteredShortcut",
+    "ToolInfo",
 ]
 
 log = structlog.get_logger(__name__)
@@ -117,6 +123,44 @@ class Extension:
 
 
 @attrs.frozen
+class ToolInfo:
+    """A tool the session can activate (pi's ``ToolInfo``): ``source`` is ``"builtin"`` (given
+    to the session) or ``"extension"`` (``source_path`` the extension's path)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    source: Literal["builtin", "extension"] = "builtin"
+    source_path: str | None = None
+
+
+class ModelRegistryView:
+    """``ctx.model_registry``: the session's models (pi's ``ModelRegistry``, read side)."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def get_all(self) -> list[Model]:
+        """The session's models (its ``models``, extensions' providers' models included)."""
+        return list(self._session.available_models)
+
+    def find(self, provider: str, model_id: str) -> Model | None:
+        """A model by provider and id: the session's models, then the built-in catalogue."""
+        model: Model | None = self._session.find_model(provider, model_id)
+        return model
+
+
+@attrs.define(eq=False)
+class _StartRun:
+    """What ``ctx.inject`` and ``ctx.modify_system_prompt`` build up in one
+    ``before_agent_start`` (the runner reads it after each handler)."""
+
+    system_prompt: str
+    modified: bool = False
+    messages: list[Any] = attrs.Factory(list)
+
+
+@attrs.frozen
 class ExecResult:
     """What :meth:`ExtensionAPI.exec` returns."""
 
@@ -156,9 +200,9 @@ class ExtensionContext:
     """``ctx``: the session as a handler sees it (pi's ``ExtensionContext``; a command's ctx
     adds ``wait_for_idle``, ``new_session``, ``fork``, ``navigate_tree``, ``switch_session``)."""
 
-    def __init__(self, runner: ExtensionRuntime, system_prompt: str | None = None) -> None:
+    def __init__(self, runner: ExtensionRuntime, start: _StartRun | None = None) -> None:
         self._runner = runner
-        self._system_prompt = system_prompt
+        self._start = start
 
     @property
     def ui(self) -> Any:
@@ -196,16 +240,52 @@ class ExtensionContext:
         session = self._runner.session
         return session is not None and session.pending_message_count > 0
 
+    @property
+    def model_registry(self) -> ModelRegistryView | None:
+        """The session's models (``None`` before a session is attached)."""
+        session = self._runner.session
+        return ModelRegistryView(session) if session is not None else None
+
     def get_context_usage(self) -> Any:
+        """pi's ``{tokens, contextWindow, percent}`` as a
+        :class:`~pitrio.sessions.ContextUsage` (``None``: no model or no session)."""
         session = self._runner.session
         return session.get_context_usage() if session is not None else None
 
     def get_system_prompt(self) -> str:
-        """The system prompt (in ``before_agent_start``: as chained so far)."""
-        if self._system_prompt is not None:
-            return self._system_prompt
+        """The system prompt (in ``before_agent_start``: as chained so far, this handler's
+        ``modify_system_prompt`` calls included)."""
+        if self._start is not None:
+            return self._start.system_prompt
         session = self._runner.session
         return session.system_prompt if session is not None else ""
+
+    # -- before_agent_start only (seed 003's helpers; returning the fields works as well)
+
+    def _start_run(self, what: str) -> _StartRun:
+        if self._start is None:
+            raise UsageError(f"ctx.{what}() works in a before_agent_start handler only")
+        return self._start
+
+    def inject(self, message: Any) -> None:
+        """Add a ``custom`` message after this run's user message (as returning ``message``
+        does; ``custom_type`` defaults to ``"extension"``).
+
+        Raises:
+            UsageError: outside a ``before_agent_start`` handler.
+        """
+        self._start_run("inject").messages.append(message)
+
+    def modify_system_prompt(self, text: str) -> None:
+        """Append ``text`` (after a blank line) to this run's system prompt; later handlers see
+        the result in ``event.system_prompt``.
+
+        Raises:
+            UsageError: outside a ``before_agent_start`` handler.
+        """
+        start = self._start_run("modify_system_prompt")
+        start.system_prompt = f"{start.system_prompt}\n\n{text}" if start.system_prompt else text
+        start.modified = True
 
     def abort(self) -> None:
         """Abort the run (in the background: a handler cannot wait for its own run's end)."""
@@ -535,10 +615,24 @@ class ExtensionAPI:
         )
 
     def get_active_tools(self) -> list[str]:
+        """The names of the tools the model sees (pi's ``getActiveTools``)."""
         session = self._runner.session
         if session is None:
             return []
         return [tool.name for tool in session.agent.tools]
+
+    def get_all_tools(self) -> list[ToolInfo]:
+        """Every tool :meth:`set_active_tools` can choose from (pi's ``getAllTools``): the
+        session's tools (plus ``available_tools`` given to
+        :func:`~pitrio.extensions.open_extension_session`) and the extensions' tools."""
+        return self._runner.all_tools()
+
+    def set_active_tools(self, names: Sequence[str]) -> None:
+        """Make ``names`` (in that order) the tools the model sees (pi's ``setActiveTools``):
+        names not in :meth:`get_all_tools` are ignored, as pi does; a repeated name counts
+        once. As in pi, a run in progress keeps the tools it started with (its requests all
+        send the same list); the next run (prompt, follow-up run) sends the new one."""
+        self._runner.set_active_tools(list(names))
 
     def get_thinking_level(self) -> str | None:
         session = self._runner.session

@@ -61,7 +61,7 @@ from pitrio.actors import (
 from pitrio.actors import TurnEndEvent as AgentTurnEndEvent
 from pitrio.actors import TurnStartEvent as AgentTurnStartEvent
 from pitrio.extensions import _events as ev
-from pitrio.extensions._api import EventBus, Extension, ExtensionContext
+from pitrio.extensions._api import EventBus, Extension, ExtensionContext, ToolInfo, _StartRun
 from pitrio.extensions._ui import ExtensionUI, HeadlessUI
 from pitrio.providers import ApiProvider, ImageContent, Model, ProviderRegistry, now_ms
 from pitrio.sessions import (
@@ -154,6 +154,8 @@ class ExtensionRunner(SessionHooks):
         self._nursery: trio.Nursery | None = None
         self._turn_index = 0
         self._ended_messages: set[int] = set()
+        # Every tool set_active_tools may choose from, by name (filled by open_extension_session).
+        self._tool_registry: dict[str, tuple[Any, ToolInfo]] = {}
 
     # ------------------------------------------------------------------ registry views
 
@@ -179,6 +181,43 @@ class ExtensionRunner(SessionHooks):
         registered = {tool.name: tool for tool in self.tools()}
         merged = [registered.pop(tool.name, tool) for tool in builtins]
         return merged + list(registered.values())
+
+    def set_tool_registry(self, tools: Sequence[Any], available: Sequence[Any] = ()) -> None:
+        """Record the tools ``set_active_tools`` chooses from: ``tools`` (the session's, as
+        :meth:`merge_tools` made them) then ``available`` (inactive ones; a name already
+        present is skipped)."""
+        origin = {id(tool): ext.path for ext in self.extensions for tool in ext.tools.values()}
+        registry: dict[str, tuple[Any, ToolInfo]] = {}
+        for tool in [*tools, *available]:
+            if tool.name in registry:
+                continue
+            path = origin.get(id(tool))
+            info = ToolInfo(
+                name=tool.name,
+                description=tool.description,
+                parameters=tool.parameters,
+                source="extension" if path is not None else "builtin",
+                source_path=path,
+            )
+            registry[tool.name] = (tool, info)
+        self._tool_registry = registry
+
+    def all_tools(self) -> list[ToolInfo]:
+        """pi's ``getAllTools``: every tool the session can activate."""
+        return [info for _, info in self._tool_registry.values()]
+
+    def set_active_tools(self, names: Sequence[str]) -> None:
+        """pi's ``setActiveTools``: unknown names are ignored; the new list is sent from the
+        next run on (as pi's agent, a run copies the tool list when it starts)."""
+        session = self.require_session()
+        chosen: dict[str, Any] = {}
+        for name in names:
+            found = self._tool_registry.get(name)
+            if found is None:
+                log.debug("set_active_tools_unknown", tool=name)
+            elif name not in chosen:
+                chosen[name] = found[0]
+        session.agent.set_tools(chosen.values())
 
     def commands(self) -> dict[str, Any]:
         """Registered commands by name (the first extension's wins on a clash)."""
@@ -345,23 +384,29 @@ class ExtensionRunner(SessionHooks):
     async def before_agent_start(
         self, prompt: str, images: tuple[ImageContent, ...] | None, system_prompt: str
     ) -> BeforeAgentStartResult | None:
-        current = system_prompt
-        modified = False
+        # ctx.inject / ctx.modify_system_prompt act on `start` while the handler runs; its
+        # return value is applied after them (a returned system_prompt replaces the prompt,
+        # appended text included; a returned message comes after the injected ones).
+        start = _StartRun(system_prompt=system_prompt)
         messages: list[CustomMessage] = []
         for ext, handler in self._handlers("before_agent_start"):
-            event = ev.BeforeAgentStartEvent(prompt=prompt, images=images, system_prompt=current)
-            ctx = ExtensionContext(self, system_prompt=current)
+            event = ev.BeforeAgentStartEvent(
+                prompt=prompt, images=images, system_prompt=start.system_prompt
+            )
+            ctx = ExtensionContext(self, start)
             result = await self._call(ext, "before_agent_start", handler, event, ctx)
+            messages.extend(_custom_message(message) for message in start.messages)
+            start.messages.clear()
             message = ev.field_of(result, "message")
             if message is not None:
                 messages.append(_custom_message(message))
             new_prompt = ev.field_of(result, "system_prompt")
             if isinstance(new_prompt, str):
-                current, modified = new_prompt, True
-        if not messages and not modified:
+                start.system_prompt, start.modified = new_prompt, True
+        if not messages and not start.modified:
             return None
         return BeforeAgentStartResult(
-            messages=tuple(messages), system_prompt=current if modified else None
+            messages=tuple(messages), system_prompt=start.system_prompt if start.modified else None
         )
 
     # ------------------------------------------------------------------ per turn
@@ -779,15 +824,21 @@ def _message_end_result(message: AgentMessage | None) -> MessageEndResult:
 
 
 @asynccontextmanager
-async def open_extension_session(runner: ExtensionRunner, **options: Any) -> AsyncIterator[Any]:
+async def open_extension_session(
+    runner: ExtensionRunner, *, available_tools: Sequence[Any] = (), **options: Any
+) -> AsyncIterator[Any]:
     """Open an :class:`~pitrio.sessions.AgentSession` with ``runner`` as its hooks (keyword
     arguments as :func:`~pitrio.sessions.open_agent_session`).
+
+    ``available_tools`` are tools the session starts without that extensions may turn on with
+    ``pi.set_active_tools`` (pi keeps every built-in in its registry; ``tools`` are active).
 
     The extensions' tools join ``tools`` (replacing built-ins of the same name) and their
     providers' models join ``models``. The runner gets a nursery for the background actions of
     extensions, which is cancelled when the block is left.
     """
     options["tools"] = runner.merge_tools(list(options.get("tools", ())))
+    runner.set_tool_registry(options["tools"], runner.merge_tools(available_tools))
     registry = options.get("registry")
     if registry is not None:
         extra = runner.apply_providers(registry)
