@@ -85,6 +85,8 @@ LAG_CLOSE_TIMEOUT: Final = 10.0
 its socket is closed under it."""
 LONG_COMMANDS_PER_SESSION: Final = 16
 """Long commands (prompt, compact ...) running at once on one session; more wait."""
+SESSION_SUFFIX: Final = ".jsonl"
+"""Session files' extension: a client-named output path may not end with it."""
 
 
 class CommandRefused(PitrioError):
@@ -277,7 +279,14 @@ class LiveSession:
                 *self.roots,
             )
         )
-        return await run_file_work(confine_path, path, allowed)
+        resolved = await run_file_work(confine_path, path, allowed)
+        if kind == "output" and resolved.endswith(SESSION_SUFFIX):
+            # An HTML export written over a session file would destroy what was saved.
+            raise UsageError(
+                f"path {path!r} resolves to {resolved}, a session file: export_html may not "
+                f"write a {SESSION_SUFFIX} file"
+            )
+        return resolved
 
     @property
     def is_idle(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import structlog
+import trio
 from trio_websocket import ConnectionClosed
 
 from pitrio.cli._serve import make_session_factory
@@ -348,8 +349,25 @@ async def test_paths_a_client_names_stay_inside_the_hosts_folders(tmp_path: Path
             {"type": "export_html", "session": sid, "outputPath": str(root / "o.html")}
         )
         assert inside["success"] is True, inside["error"]
-        assert os.path.isfile(root / "o.html")
+        assert await trio.Path(root / "o.html").is_file()
         moved = await client.call(
             {"type": "switch_session", "session": sid, "sessionPath": original}
         )
         assert moved["success"] is True, moved
+
+
+async def test_export_html_cannot_overwrite_a_session_file(tmp_path: Path) -> None:
+    """export_html's outputPath may not name a session file (``.jsonl``) in the session
+    folder: the export is refused and the saved session is left as it was."""
+    root, _ = _folders(tmp_path)
+    async with open_test_host(root) as host, open_client(host) as client:
+        created = await client.call({"type": "create_session"})
+        sid = created["data"]["session"]
+        original = created["data"]["sessionFile"]
+        await client.call({"type": "prompt", "session": sid, "message": "hi"})
+        await client.until(lambda f: f.get("type") == "agent_end")  # the file is written
+        before = await trio.Path(original).read_bytes()
+        refused = await client.call({"type": "export_html", "session": sid, "outputPath": original})
+        assert refused["success"] is False, refused
+        assert "session file" in refused["error"]
+        assert await trio.Path(original).read_bytes() == before
