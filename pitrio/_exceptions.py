@@ -5,6 +5,9 @@
     PitrioError
      +-- WireFormatError (also ValueError)       pitrio.codec: JSON not of the expected pi shape
      +-- UsageError (also RuntimeError)          a caller mistake (prompting a busy agent ...)
+     +-- RequestRejected                         pitrio.actors: a provider request hook refused
+     +-- CommandRefused                          pitrio.host: a command answered as an error (kind)
+     +-- HostCommandFailed                       pitrio.host load harness: a command refused
      +-- ProviderError                           pitrio.providers
      |    +-- ProviderNotFound (also LookupError) no provider for a model's API
      |    +-- ModelNotFound (also LookupError)    no such model in the catalogue
