@@ -92,6 +92,14 @@ class _Attachment:
         self.subscription: Any = None
 
 
+def _opens_a_file(command: rpc.RpcCommand) -> bool:
+    """Whether the command names a session file to open (``switch_session``, or
+    ``new_session`` with a ``parentSession``)."""
+    return isinstance(command, rpc.SwitchSession) or (
+        isinstance(command, rpc.NewSession) and command.parent_session is not None
+    )
+
+
 def _splice(session: str, response: RpcResponse) -> str:
     """A response with ``"session"`` first (as the client sent it: ``js_json`` escapes a lone
     surrogate, which orjson refuses and which closed the connection)."""
@@ -371,6 +379,14 @@ class Client:
         if session_id is None:
             raise CommandRefused("no_session", f'Command {name} needs a "session" field')
         live = self.host.live_session(self.token, session_id)
+        if _opens_a_file(command) and not self.host.tokens.is_host(self.token):
+            # The file could be another token's session: its visibility is decided by
+            # open_session, which knows who may see what; a path cannot carry that.
+            raise CommandRefused(
+                "forbidden",
+                f"{name} with a session file is not available to client tokens: "
+                "use open_session (or create_session) instead",
+            )
         if self.host.draining and isinstance(command, LONG_COMMANDS):
             raise CommandRefused("draining", "The host is shutting down")
         bound = self.log.bind(session=session_id, command=name)

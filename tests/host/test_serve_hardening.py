@@ -371,3 +371,39 @@ async def test_export_html_cannot_overwrite_a_session_file(tmp_path: Path) -> No
         assert refused["success"] is False, refused
         assert "session file" in refused["error"]
         assert await trio.Path(original).read_bytes() == before
+
+
+async def test_a_client_token_cannot_open_another_tokens_session_by_its_file(
+    tmp_path: Path,
+) -> None:
+    """switch_session (or new_session with parentSession) to the file of a session the client
+    token may not see is refused: for client tokens, sessions are opened with open_session,
+    which checks who may see what; the host token keeps the commands."""
+    root, _ = _folders(tmp_path)
+    async with open_test_host(root) as host, open_client(host) as admin:
+        secret = await admin.call({"type": "create_session"})
+        secret_file = secret["data"]["sessionFile"]
+        await admin.call({"type": "prompt", "session": secret["data"]["session"], "message": "s"})
+        await admin.until(lambda f: f.get("type") == "agent_end")
+        token = (await admin.call({"type": "create_token"}))["data"]["token"]
+        async with open_client(host, token=token) as guest:
+            own = (await guest.call({"type": "create_session"}))["data"]["session"]
+            for frame in (
+                {"type": "switch_session", "session": own, "sessionPath": secret_file},
+                {"type": "new_session", "session": own, "parentSession": secret_file},
+            ):
+                answer = await guest.call(frame)
+                assert answer["success"] is False, answer
+                assert "not available to client tokens" in answer["error"]
+            messages = await guest.call({"type": "get_messages", "session": own})
+            assert messages["data"]["messages"] == []
+            fresh = await guest.call({"type": "new_session", "session": own})
+            assert fresh["success"] is True, fresh
+        moved = await admin.call(
+            {
+                "type": "switch_session",
+                "session": secret["data"]["session"],
+                "sessionPath": secret_file,
+            }
+        )
+        assert moved["success"] is True, moved
