@@ -4,8 +4,11 @@ resources the system prompt is built from, and the expansion of what the user ty
 * **Tools** (pi 0.73.1's ``buildSessionOptions`` / ``createAgentSession``): read, bash, edit
   and write unless ``--tools`` names others; ``--no-tools`` and ``--no-builtin-tools`` start
   with none (pitrio has no extension tools yet, so the two are the same). ``--tools`` wins over
-  both, in the order given. Tools work in the session's cwd; ``shellCommandPrefix`` and
-  ``shellPath`` shape bash, ``images.autoResize`` the read tool.
+  both, in the order given. The other built-ins (grep, find, ls by default) are built too and
+  handed to the extensions as available tools (:func:`available_tool_names`), so that
+  ``pi.set_active_tools`` can turn them on, as pi's tool registry allows. Tools work in the
+  session's cwd; ``shellCommandPrefix`` and ``shellPath`` shape bash, ``images.autoResize``
+  the read tool.
 * **Resources**: :func:`~pitrio.sessions.resources.load_resources` from the resource dir
   (:func:`resource_dir`), run in a worker thread.
 * **Prompts**: the loaded skills and prompt templates go to the session
@@ -121,6 +124,20 @@ def select_tool_names(
         elif name not in names:
             names.append(name)
     return names
+
+
+def available_tool_names(
+    tools: Sequence[str] | None, active: Sequence[str], *, no_tools: bool = False
+) -> list[str]:
+    """The built-in tools a session starts without but extensions may activate
+    (``pi.set_active_tools``), in the built-ins' order.
+
+    As pi 0.73.1's tool allow-list: with ``--tools`` only the named tools exist, with
+    ``--no-tools`` none; otherwise (``--no-builtin-tools`` too) every built-in does.
+    """
+    if tools is not None or no_tools:
+        return []
+    return [name for name in builtin_tool_names() if name not in active]
 
 
 def create_session_tools(

@@ -15,19 +15,30 @@ Error handling:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TextIO
 
 import attrs
+import structlog
 import trio
 
+from pitrio.cli._coding import load_session_resources, resource_warnings
 from pitrio.cli._errors import CliError
 from pitrio.cli._setup import CliArgs, Runtime
-from pitrio.extensions import ExtensionRunner, ExtensionUI, HeadlessUI, load_extensions
-from pitrio.sessions import ExtensionErrorEvent
+from pitrio.extensions import (
+    ExtensionRunner,
+    ExtensionUI,
+    HeadlessUI,
+    load_extensions,
+    open_extension_session,
+)
+from pitrio.sessions import AgentSession, ExtensionErrorEvent, open_agent_session
 from pitrio.sessions.resources import resolve_agent_dirs
 
-__all__ = ["discover_resources", "load_cli_extensions"]
+__all__ = ["discover_resources", "load_cli_extensions", "open_cli_session"]
+
+log = structlog.get_logger(__name__)
 
 
 def load_cli_extensions(
@@ -114,4 +125,42 @@ async def discover_resources(runtime: Runtime) -> Runtime:
         skill_paths=(*runtime.resources.skill_paths, *found.skill_paths),
         prompt_template_paths=(*runtime.resources.prompt_template_paths, *found.prompt_paths),
     )
-    return attrs.evolve(runtime, resources=resources)
+    return attrs.evolve(runtime, resources=resources, base_resources=runtime.resources)
+
+
+def open_cli_session(
+    runtime: Runtime, options: dict[str, Any]
+) -> AbstractAsyncContextManager[AgentSession]:
+    """Open the session ``options`` describe (``Runtime.session_options`` and the prompt
+    resources), with the runtime's extensions when it has them.
+
+    With extensions, the built-in tools the session starts without are available to
+    ``pi.set_active_tools`` (``Runtime.available_tools``), and ``ctx.reload()`` loads the
+    resources of :attr:`Runtime.base_resources` again (plus the paths ``resources_discover``
+    returns on reload), rebuilds the system prompt for the active tools and hands both to the
+    session (:meth:`~pitrio.sessions.AgentSession.set_resources`).
+    """
+    runner = runtime.extensions
+    if runner is None:
+        return open_agent_session(**options)
+
+    async def reload_resources(skill_paths: Sequence[str], prompt_paths: Sequence[str]) -> None:
+        base = runtime.base_resources or runtime.resources
+        request = attrs.evolve(
+            base,
+            skill_paths=(*base.skill_paths, *skill_paths),
+            prompt_template_paths=(*base.prompt_template_paths, *prompt_paths),
+        )
+        resources = await load_session_resources(request)
+        for warning in resource_warnings(resources):
+            log.warning("reload_resource_warning", warning=warning)
+        session = runner.require_session()
+        active = [tool.name for tool in session.agent.tools]
+        await session.set_resources(
+            system_prompt=resources.build_system_prompt(active),
+            skills=resources.skills,
+            prompt_templates=resources.prompts,
+        )
+
+    runner.set_resource_reloader(reload_resources)
+    return open_extension_session(runner, available_tools=runtime.available_tools, **options)

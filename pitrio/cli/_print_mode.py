@@ -35,16 +35,15 @@ from pitrio.cli._coding import (
     prompt_resources,
     resource_warnings,
 )
+from pitrio.cli._extensions import open_cli_session
 from pitrio.cli._setup import Runtime
 from pitrio.codec import dumps
-from pitrio.extensions import open_extension_session
 from pitrio.providers import AssistantMessage, ImageContent, TextContent, open_http_client
 from pitrio.sessions import (
     AgentSession,
     AgentSessionEvent,
     AutoRetryStartEvent,
     BuiltinCommandResult,
-    open_agent_session,
 )
 
 PrintMode = Literal["text", "json"]
@@ -153,12 +152,7 @@ async def run_print_mode(
         ]
         err.write("".join(f"{line}\n" for line in startup))
     options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
-    opening = (
-        open_agent_session(**options)
-        if runtime.extensions is None
-        else open_extension_session(runtime.extensions, **options)
-    )
-    async with open_http_client(), opening as session:
+    async with open_http_client(), open_cli_session(runtime, options) as session:
         lines: _JsonLines | None = None
         if mode == "json":
             lines = _JsonLines(out, session)

@@ -20,13 +20,13 @@ import attrs
 import trio
 
 from pitrio.cli._coding import load_session_resources, prompt_resources, resource_warnings
-from pitrio.cli._extensions import discover_resources
+from pitrio.cli._extensions import discover_resources, open_cli_session
 from pitrio.cli._setup import Runtime
 from pitrio.codec import dumps
-from pitrio.extensions import UiBridge, open_extension_session
+from pitrio.extensions import UiBridge
 from pitrio.host import RpcServer, RpcServices
 from pitrio.providers import open_http_client
-from pitrio.sessions import AgentSession, open_agent_session, run_file_work
+from pitrio.sessions import AgentSession, run_file_work
 from pitrio.sessions.resources import Resources
 
 if TYPE_CHECKING:
@@ -114,9 +114,7 @@ async def run_rpc_mode(runtime: Runtime, *, err: TextIO) -> int:
         stdin,
         stdout,
         open_http_client(),
-        open_agent_session(**options)
-        if runner is None
-        else open_extension_session(runner, **options) as session,
+        open_cli_session(runtime, options) as session,
     ):
         with trio.open_signal_receiver(*SIGNAL_EXIT) as signals:
             async with trio.open_nursery() as nursery:

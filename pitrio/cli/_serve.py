@@ -150,7 +150,7 @@ def make_session_factory(
     import trio
 
     from pitrio.cli._coding import load_session_resources, prompt_resources
-    from pitrio.cli._extensions import discover_resources
+    from pitrio.cli._extensions import discover_resources, open_cli_session
     from pitrio.cli._rpc_mode import _export_html, list_commands
     from pitrio.cli._setup import CliArgs, CliError, build_runtime
     from pitrio.extensions import (
@@ -158,7 +158,6 @@ def make_session_factory(
         HeadlessUI,
         find_entry_points,
         load_extensions,
-        open_extension_session,
     )
     from pitrio.host import OpenedSession, RpcServices
     from pitrio.sessions import ExtensionErrorEvent
@@ -223,7 +222,7 @@ def make_session_factory(
             export_html=_export_html,
         )
         options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
-        async with open_extension_session(runner, **options) as session:
+        async with open_cli_session(runtime, options) as session:
             yield OpenedSession(session, services, load_errors)
 
     return factory

@@ -37,6 +37,7 @@ import attrs
 from pitrio.cli._coding import (
     AgentDirSettingsStorage,
     ResourceRequest,
+    available_tool_names,
     create_session_tools,
     resource_dir,
     select_tool_names,
@@ -427,9 +428,15 @@ class Runtime:
     dirs: AgentDirs
     tool_names: tuple[str, ...] = ()
     tools: tuple[AgentTool, ...] = ()
+    available_tools: tuple[AgentTool, ...] = ()
+    """Built-in tools the session starts without that ``pi.set_active_tools`` may turn on
+    (:func:`~pitrio.cli._coding.available_tool_names`)."""
     scoped_models: tuple[ScopedModel, ...] = ()
     resources: ResourceRequest
     """The resources the system prompt is built from (loaded when the session starts)."""
+    base_resources: ResourceRequest | None = None
+    """:attr:`resources` before ``resources_discover`` added paths (``None``: the same);
+    ``ctx.reload()`` starts from it."""
     verbose: bool = False
     auto_resize_images: bool = True
     """pi's ``images.autoResize`` (the read tool and ``@file`` images)."""
@@ -556,14 +563,16 @@ def build_runtime(
         args.tools, no_tools=args.no_tools, no_builtin_tools=args.no_builtin_tools, warn=warn
     )
     auto_resize = setting_value(settings, "images.autoResize", bool, warn)
-    tools = create_session_tools(
-        tool_names,
+    available_names = available_tool_names(args.tools, tool_names, no_tools=args.no_tools)
+    all_tools = create_session_tools(
+        [*tool_names, *available_names],
         session_cwd,
         command_prefix=setting_value(settings, "shellCommandPrefix", str, warn),
         shell_path=setting_value(settings, "shellPath", str, warn),
         auto_resize_images=auto_resize is not False,
         bash_operations=bash_operations,
     )
+    tools, available_tools = all_tools[: len(tool_names)], all_tools[len(tool_names) :]
     resources = ResourceRequest(
         cwd=session_cwd,
         resource_dir=resource_dir(dirs),
@@ -587,6 +596,7 @@ def build_runtime(
         dirs=dirs,
         tool_names=tuple(tool_names),
         tools=tuple(tools),
+        available_tools=tuple(available_tools),
         scoped_models=tuple(
             ScopedModel(model=m, thinking_level=cast("ModelThinkingLevel | None", level))
             for m, level in scoped

@@ -41,6 +41,8 @@ class ExtensionRuntime(Protocol):
 
     def request_shutdown(self) -> None: ...
 
+    async def reload(self) -> None: ...
+
     def all_tools(self) -> list[ToolInfo]: ...
 
     def set_active_tools(self, names: Sequence[str]) -> None: ...
@@ -198,7 +200,8 @@ class EventBus:
 
 class ExtensionContext:
     """``ctx``: the session as a handler sees it (pi's ``ExtensionContext``; a command's ctx
-    adds ``wait_for_idle``, ``new_session``, ``fork``, ``navigate_tree``, ``switch_session``)."""
+    adds ``wait_for_idle``, ``new_session``, ``fork``, ``navigate_tree``, ``switch_session``,
+    ``reload``)."""
 
     def __init__(self, runner: ExtensionRuntime, start: _StartRun | None = None) -> None:
         self._runner = runner
@@ -336,6 +339,14 @@ class ExtensionContext:
     async def navigate_tree(self, target_id: str, **options: Any) -> dict[str, bool]:
         result = await self._runner.require_session().navigate_tree(target_id, **options)
         return {"cancelled": bool(result.cancelled)}
+
+    async def reload(self) -> None:
+        """pi's ``ctx.reload()``: ``session_shutdown`` and ``session_start`` with reason
+        ``"reload"``, the resources (skills, prompt templates, context files) loaded again and
+        the system prompt rebuilt, ``resources_discover`` with reason ``"reload"``
+        (:meth:`~pitrio.extensions.ExtensionRunner.reload`). Call it from a command handler
+        and return right after (``await ctx.reload(); return``), as pi advises."""
+        await self._runner.reload()
 
 
 @attrs.frozen(kw_only=True, eq=False)

@@ -117,6 +117,11 @@ class _Provider:
 
 ErrorListener = Callable[[ExtensionErrorEvent], None]
 
+ResourceReloader = Callable[[Sequence[str], Sequence[str]], Awaitable[None]]
+"""``reload(skill_paths, prompt_paths)``: load the session's resources again from disk, with
+these extra paths (from ``resources_discover``), and give them to the session (the front end
+that built the session supplies it: :meth:`ExtensionRunner.set_resource_reloader`)."""
+
 
 class ExtensionRunner(SessionHooks):
     """The loaded extensions as one :class:`~pitrio.sessions.SessionHooks` (module docstring).
@@ -156,6 +161,7 @@ class ExtensionRunner(SessionHooks):
         self._ended_messages: set[int] = set()
         # Every tool set_active_tools may choose from, by name (filled by open_extension_session).
         self._tool_registry: dict[str, tuple[Any, ToolInfo]] = {}
+        self._reload_resources: ResourceReloader | None = None
 
     # ------------------------------------------------------------------ registry views
 
@@ -339,6 +345,34 @@ class ExtensionRunner(SessionHooks):
     def request_shutdown(self) -> None:
         if self.shutdown_requested is not None:
             self.shutdown_requested.set()
+
+    # ------------------------------------------------------------------ reload
+
+    def set_resource_reloader(self, reload: ResourceReloader | None) -> None:
+        """How :meth:`reload` loads the session's resources again (``None``: it does not)."""
+        self._reload_resources = reload
+
+    async def reload(self) -> None:
+        """pi's ``ctx.reload()`` in its order: ``session_shutdown`` (reason ``"reload"``), the
+        resources (context files, skills, prompt templates, SYSTEM.md) loaded again from disk
+        and the system prompt rebuilt, ``session_start`` (reason ``"reload"``), then
+        ``resources_discover`` (reason ``"reload"``) whose paths are added (resources loaded
+        once more when it returned any).
+
+        The extensions themselves stay loaded as they are (pi imports them again): their
+        handlers see the shutdown and the new start, and should rebuild their state there.
+
+        Raises:
+            UsageError: no session is attached.
+        """
+        self.require_session()
+        await self.session_shutdown("reload")
+        if self._reload_resources is not None:
+            await self._reload_resources((), ())
+        await self.session_start("reload", None)
+        found = await self.resources_discover(self.cwd, "reload")
+        if self._reload_resources is not None and (found.skill_paths or found.prompt_paths):
+            await self._reload_resources(found.skill_paths, found.prompt_paths)
 
     # ------------------------------------------------------------------ input hooks
 

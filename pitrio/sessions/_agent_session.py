@@ -574,6 +574,18 @@ class AgentSession(UserBashMethods):
         self._actor.agent.follow_up_mode = mode
         self._actor.send_nowait(cmd.SetFollowUpMode(mode=mode))
 
+    async def set_resources(
+        self,
+        *,
+        system_prompt: str,
+        skills: Sequence[Skill],
+        prompt_templates: Sequence[PromptTemplate],
+    ) -> None:
+        """Use resources loaded again (``ctx.reload()``): the base system prompt (from the next
+        run on), and the skills and templates that ``/skill:name`` and ``/name`` expand with."""
+        await self._call(cmd.SetSystemPrompt(system_prompt=system_prompt))
+        self._expansion = PromptExpansion(tuple(skills), tuple(prompt_templates))
+
     async def set_session_name(self, name: str) -> None:
         """Name the session (a ``session_info`` entry)."""
         await self._call(cmd.SetSessionName(name=name))

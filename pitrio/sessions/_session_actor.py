@@ -407,6 +407,11 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                     SessionInfoChangedEvent(name=self.session_manager.get_session_name())
                 )
                 command.reply.set(None)
+            case cmd.SetSystemPrompt():
+                self._base_system_prompt = command.system_prompt
+                if not self.is_busy:  # a run in progress keeps its prompt; the next gets this
+                    self.agent.set_system_prompt(command.system_prompt)
+                command.reply.set(None)
             case cmd.Compact():
                 instructions = command.custom_instructions
                 self._start_job(

@@ -58,6 +58,7 @@ __all__ = [
     "SetModel",
     "SetSessionName",
     "SetSteeringMode",
+    "SetSystemPrompt",
     "SetThinkingLevel",
     "Steer",
     "SwitchSession",
@@ -225,6 +226,15 @@ class SetSessionName:
 
 
 @attrs.define(kw_only=True, eq=False)
+class SetSystemPrompt:
+    """Replace the base system prompt (``ctx.reload()``: resources loaded again); a run that
+    is going on keeps its own, the next one gets this."""
+
+    system_prompt: str
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
 class Compact:
     """``compact``: abort what runs, then compact; answered with the result."""
 
@@ -324,6 +334,7 @@ SessionCommand: TypeAlias = (
     | SetAutoCompaction
     | SetAutoRetry
     | SetSessionName
+    | SetSystemPrompt
     | Compact
     | NewSession
     | SwitchSession
