@@ -22,6 +22,7 @@ Error handling:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -37,6 +38,7 @@ import structlog
 from pitrio._awaitable import maybe_await
 from pitrio.extensions._api import Extension, ExtensionAPI
 from pitrio.extensions._runner import ExtensionRunner, LoadError
+from pitrio.sessions import run_file_work
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -165,7 +167,9 @@ def find_entry_points() -> list[importlib.metadata.EntryPoint]:
 async def _load_entry_points(
     runner: ExtensionRunner, points: Sequence[importlib.metadata.EntryPoint] | None = None
 ) -> None:
-    for point in find_entry_points() if points is None else points:
+    if points is None:
+        points = await run_file_work(find_entry_points)  # reads every distribution's metadata
+    for point in points:
         label = f"{point.value} (entry point {point.name})"
         try:
             loaded = point.load()
@@ -193,17 +197,18 @@ async def load_extensions(
         entry_points: also load the ``pitrio.extensions`` entry points (or these ones, found
             earlier with :func:`find_entry_points`).
     """
-    discovered = discover_extension_paths(
-        cwd=runner.cwd, agent_dir=agent_dir, no_extensions=no_extensions
+    # Discovery lists folders and resolves paths: file work, off the event loop. (Importing
+    # an extension stays on it: its module code and register() belong to the caller's task.)
+    discover = functools.partial(
+        discover_extension_paths, cwd=runner.cwd, agent_dir=agent_dir, no_extensions=no_extensions
     )
+    discovered = await run_file_work(discover)
     for path in discovered:
         await load_extension(runner, path)
     if entry_points is not False and not no_extensions:
         await _load_entry_points(runner, None if entry_points is True else entry_points)
     # -e paths last (a path already discovered is not loaded twice).
-    everything = discover_extension_paths(
-        cwd=runner.cwd, agent_dir=agent_dir, explicit=explicit, no_extensions=no_extensions
-    )
+    everything = await run_file_work(functools.partial(discover, explicit=explicit))
     for path in everything[len(discovered) :]:
         await load_extension(runner, path)
     return runner
