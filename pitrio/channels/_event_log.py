@@ -200,6 +200,7 @@ class EventLogSubscription(trio.abc.ReceiveChannel[Sequenced[T] | Snapshot]):
         "_dropped",
         "_hard_limit",
         "_max_buffer",
+        "_on_cut_off",
         "_owner",
         "_peak",
         "_policy",
@@ -235,6 +236,7 @@ class EventLogSubscription(trio.abc.ReceiveChannel[Sequenced[T] | Snapshot]):
         # is serialized) waits here for room under policy "block".
         self._readers = trio.lowlevel.ParkingLot()
         self._writers = trio.lowlevel.ParkingLot()
+        self._on_cut_off: Callable[[], None] | None = None
 
     @property
     def max_buffer(self) -> int:
@@ -317,6 +319,12 @@ class EventLogSubscription(trio.abc.ReceiveChannel[Sequenced[T] | Snapshot]):
             raise SubscriberLagged(self._max_buffer, self._cursor)
         raise trio.ClosedResourceError("the subscription was closed")
 
+    def on_cut_off(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` (synchronously, from the publisher) if this subscription is cut
+        off, for a reader that is busy elsewhere (waiting to hand on the item it read) and
+        so would only learn of it at its next read; ``None`` removes it."""
+        self._on_cut_off = callback
+
     def close(self) -> None:
         """Unsubscribe and discard buffered items; idempotent and synchronous."""
         if self._state == _CLOSED:
@@ -376,6 +384,8 @@ class EventLogSubscription(trio.abc.ReceiveChannel[Sequenced[T] | Snapshot]):
         self._state = _BROKEN
         self._owner._remove_subscription(self)
         self._readers.unpark_all()
+        if self._on_cut_off is not None:
+            self._on_cut_off()
 
     async def _put_blocking(self, item: Sequenced[T]) -> None:
         while len(self._buffer) - self._replay >= self._max_buffer:

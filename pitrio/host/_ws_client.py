@@ -45,9 +45,6 @@ CLOSE_LAGGED: Final = 4008
 CLOSE_GOING_AWAY: Final = 1001
 CLOSE_TIMEOUT: Final = 5.0
 """Seconds the closing handshake may take before the socket is closed under it."""
-LAG_POLL: Final = 0.1
-"""Seconds between checks, while a client's queue is full, whether its subscriptions were
-cut off (see ``Client._put``)."""
 HOST_COMMANDS: Final = frozenset(
     {
         "create_session",
@@ -275,8 +272,7 @@ class Client:
 
     async def _put(self, frame: str, session: str, seq: int, subscription: Any) -> bool:
         """Queue an event frame, waiting for room; False once ``subscription`` was cut off
-        meanwhile (the pump cannot see that while it waits here, so it looks every
-        :data:`LAG_POLL` seconds; only a client whose queue is full pays for it).
+        meanwhile (its ``on_cut_off`` callback, :meth:`_wake`, ends the wait).
 
         Raises:
             trio.ClosedResourceError: the client is closing.
@@ -287,10 +283,15 @@ class Client:
                 return True
             except trio.WouldBlock:
                 pass
-            with trio.move_on_after(LAG_POLL):
-                await self._room.wait()
             if subscription.statistics().dropped:
                 return False
+            await self._room.wait()
+
+    def _wake(self) -> None:
+        # A subscription was cut off: every pump waiting for room looks again (and a new
+        # Event, so the ones that still have to wait do not spin on a set one).
+        self._room.set()
+        self._room = trio.Event()
 
     # ------------------------------------------------------------------ reading
 
@@ -537,6 +538,7 @@ class Client:
                     max_buffer=limits.subscription_buffer,
                 ) as subscription:
                     attachment.subscription = subscription
+                    subscription.on_cut_off(self._wake)
                     seq = live.session.seq
                     self.sent[session_id] = resume_from if resume_from is not None else seq
                     answer = data if data is not None else {"session": session_id, "seq": seq}

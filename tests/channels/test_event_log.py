@@ -354,6 +354,29 @@ async def test_error_policy_ends_the_iterator_with_the_cursor_to_resume_from():
         assert seqs_of(drain(resumed)) == [2, 3, 4, 5]
 
 
+async def test_on_cut_off_tells_a_reader_busy_elsewhere_at_once():
+    """A subscription's on_cut_off callback runs when the publisher cuts it off (not at the
+    reader's next read), once; a subscription that keeps up never calls it."""
+    log: EventLog[int] = EventLog()
+    calls: list[str] = []
+    async with (
+        log.open_subscription(max_buffer=2, policy="error") as stalled,
+        log.open_subscription(max_buffer=2, policy="error") as reading,
+    ):
+        stalled.on_cut_off(lambda: calls.append("stalled"))
+        reading.on_cut_off(lambda: calls.append("reading"))
+        for i in range(1, 3):
+            await log.publish(i)
+            reading.receive_nowait()
+        assert calls == []
+        await log.publish(3)  # the third does not fit the stalled one's buffer of 2
+        assert calls == ["stalled"]
+        await log.publish(4)
+        reading.receive_nowait()
+        reading.receive_nowait()
+        assert calls == ["stalled"]
+
+
 async def test_block_policy_makes_publish_wait_for_the_reader(autojump_clock):
     """A full "block" subscription holds publish() until the reader makes room."""
     log: EventLog[int] = EventLog()
