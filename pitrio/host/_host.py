@@ -208,7 +208,7 @@ class Tokens:
 
     def create(self) -> str:
         """A new client token that sees no session yet."""
-        token = secrets.token_urlsafe(24)
+        token = new_token(24)
         self._clients[token] = set()
         return token
 
@@ -490,6 +490,15 @@ def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> 
     if not os.path.isdir(resolved):
         raise CommandRefused("cwd_refused", f"cwd {cwd!r} is not a directory ({resolved})")
     return resolved
+
+
+def new_token(nbytes: int) -> str:
+    """A random URL-safe token of ``nbytes`` bytes that does not start with ``-`` (one in
+    64 would, and a command line then reads ``--token -x...`` as an option)."""
+    while True:
+        token = secrets.token_urlsafe(nbytes)
+        if not token.startswith("-"):
+            return token
 
 
 def confine_path(path: str, allowed: tuple[str, ...]) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import secrets
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,6 +36,7 @@ from pitrio.host._host import (
     Tokens,
     locate_session_file,
     log_failure,
+    new_token,
     resolve_session_cwd,
 )
 from pitrio.host._http import (
@@ -81,7 +81,7 @@ class Host:
     def __init__(self, factory: SessionFactory, config: HostConfig) -> None:
         self.factory = factory
         self.config = config
-        self.token = config.token or secrets.token_urlsafe(32)
+        self.token = config.token or new_token(32)
         self.tokens = Tokens(self.token)
         self.roots = config.roots or (os.getcwd(),)
         """Where a ``create_session`` ``cwd`` may lead (:func:`resolve_session_cwd`)."""
