@@ -140,6 +140,10 @@ def load_main(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
         sys.stderr.write("pitrio load: --base-url runs sessions in process (--target inproc)\n")
         return 2
     progress = None if args.quiet else sys.stderr
+    if config.target == "inproc":
+        from pitrio.host._tuning import tune_gc_for_many_sessions
+
+        tune_gc_for_many_sessions()  # this process holds the sessions
     try:
         summary = trio.run(lambda: run_load(config, progress=progress))
     except KeyboardInterrupt:

@@ -50,10 +50,13 @@ from pitrio.host._rpc_types import RpcResponse as RpcResponse
 from pitrio.host._rpc_types import decode_command as decode_command
 from pitrio.host._serve import Host as Host
 from pitrio.host._serve import open_host as open_host
+from pitrio.host._tuning import MANY_SESSIONS_GC_THRESHOLD as MANY_SESSIONS_GC_THRESHOLD
+from pitrio.host._tuning import tune_gc_for_many_sessions as tune_gc_for_many_sessions
 
 __all__ = [
     "COMMANDS_IN_FLIGHT",
     "LOAD_PRESETS",
+    "MANY_SESSIONS_GC_THRESHOLD",
     "MAX_LINE_BYTES",
     "OUTPUT_BUFFER",
     "Histogram",
@@ -80,4 +83,5 @@ __all__ = [
     "register_bench_faux",
     "run_load",
     "tool_then_text",
+    "tune_gc_for_many_sessions",
 ]
