@@ -197,7 +197,7 @@ class AgentSession(UserBashMethods):
     @property
     def context_engine(self) -> ContextEngine:
         """Seed 001's envelope builder (``/context``: ``build_context_view(engine)``)."""
-        return self._actor.context_engine
+        return self._actor.context.engine
 
     @property
     def session_manager(self) -> SessionManager:

@@ -67,7 +67,13 @@ if TYPE_CHECKING:
     from pitrio.sessions._agent_session_types import SessionHooks
     from pitrio.sessions._manager import SessionManager
 
-__all__ = ["ContextEngine", "compaction_op", "install_context_engine", "system_prompt_parts"]
+__all__ = [
+    "ContextEngine",
+    "SessionContext",
+    "compaction_op",
+    "install_context_engine",
+    "system_prompt_parts",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -360,18 +366,79 @@ def _overrides(hooks: SessionHooks, name: str) -> bool:
     return getattr(type(hooks), name, None) is not getattr(SessionHooks, name)
 
 
-def install_context_engine(session: Any) -> ContextEngine:
-    """Build a session's engine and plug it into its agent (``prepare_request`` and
-    ``on_message_end``); ``session`` is the session actor (``session_manager``, ``hooks``,
-    ``agent``, ``model``, ``thinking_level``).
+class SessionContext:
+    """A session's seed-001 hooks into its agent, with the :class:`ContextEngine` built on
+    first use: most sessions never need one, and an idle session should not carry it (the
+    engine and its accessors cost about 2.8 KB per session).
 
-    A session whose hooks define no ``context_envelope`` and whose path holds no
-    ``context_transform`` entry sends its requests unchanged (no envelope is built).
+    ``session`` is the session actor (``session_manager``, ``hooks``, ``agent``,
+    ``thinking_level``). A session whose hooks have no ``context`` handler and whose file
+    holds no ``context_transform`` entry sends its requests unchanged (no envelope is built).
     """
+
+    __slots__ = ("_engine", "_has_handlers", "_overridden", "_session")
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._engine: ContextEngine | None = None
+        hooks = session.hooks
+        self._overridden = _overrides(hooks, "context_envelope")
+        self._has_handlers = getattr(hooks, "has_handlers", None)
+
+    def has_context_hook(self) -> bool:
+        """Whether a ``context`` hook listens (an extension runner implements the hook for
+        every session; it counts only when an extension listens to ``context``)."""
+        has_handlers = self._has_handlers
+        return self._overridden and (has_handlers is None or bool(has_handlers("context")))
+
+    def active(self) -> bool:
+        """Whether requests go through the envelope."""
+        if self.has_context_hook():
+            return True
+        manager = self._session.session_manager
+        return manager.has_context_transforms() and any(
+            type(e) is ContextTransformEntry for e in manager.get_branch()
+        )
+
+    @property
+    def engine(self) -> ContextEngine:
+        """The session's engine (built on first use)."""
+        engine = self._engine
+        if engine is None:
+            engine = self._engine = _build_engine(self._session, self.active)
+        return engine
+
+    async def prepare_request(self, draft: RequestDraft) -> RequestDraft:
+        """The agent's ``prepare_request``: the envelope, when one is needed."""
+        if not self.active():
+            return draft
+        return await self.engine.prepare_request(draft)
+
+    async def on_message_end(self, message: AgentMessage) -> AgentMessage | None:
+        """The agent's ``on_message_end``: the hooks' ``message_end`` (replace or drop)."""
+        try:
+            result = await self._session.hooks.message_end(message)
+        except Exception:
+            log.exception("session_hook_failed", hook="message_end")
+            return message
+        return message if result is None else result.message
+
+
+def install_context_engine(session: Any) -> SessionContext:
+    """Plug a session's :class:`SessionContext` into its agent (``prepare_request``, and
+    ``on_message_end`` when the hooks define ``message_end``); returns it."""
+    context = SessionContext(session)
+    agent = session.agent
+    agent.prepare_request = context.prepare_request
+    if _overrides(session.hooks, "message_end"):
+        agent.on_message_end = context.on_message_end
+    return context
+
+
+def _build_engine(session: Any, active: Callable[[], bool]) -> ContextEngine:
     from pitrio.providers import Tool
 
     agent = session.agent
-    hooks = session.hooks
 
     def tools() -> list[ToolDefinition]:
         return [
@@ -392,7 +459,7 @@ def install_context_engine(session: Any) -> ContextEngine:
 
     engine = ContextEngine(
         manager=lambda: session.session_manager,
-        hooks=hooks,
+        hooks=session.hooks,
         transcript=lambda: agent.messages,
         tools=tools,
         loaded_tools=lambda: {t.name for t in agent.tools},
@@ -400,29 +467,5 @@ def install_context_engine(session: Any) -> ContextEngine:
         options=options,
         meta=meta,
     )
-    overridden = _overrides(hooks, "context_envelope")
-    has_handlers = getattr(hooks, "has_handlers", None)
-
-    def has_context_hook() -> bool:
-        # An extension runner implements the hook for every session; it counts only when an
-        # extension listens to ``context``.
-        return overridden and (has_handlers is None or bool(has_handlers("context")))
-
-    async def prepare_request(draft: RequestDraft) -> RequestDraft:
-        if not has_context_hook() and not engine.has_transforms():
-            return draft
-        return await engine.prepare_request(draft)
-
-    async def on_message_end(message: AgentMessage) -> AgentMessage | None:
-        try:
-            result = await hooks.message_end(message)
-        except Exception:
-            log.exception("session_hook_failed", hook="message_end")
-            return message
-        return message if result is None else result.message
-
-    agent.prepare_request = prepare_request
-    if _overrides(hooks, "message_end"):
-        agent.on_message_end = on_message_end
-    engine.active = lambda: has_context_hook() or engine.has_transforms()
+    engine.active = active
     return engine

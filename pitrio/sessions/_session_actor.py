@@ -229,7 +229,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             self.agent.stream_fn = self._with_on_response(self.agent.stream_fn)
         self._pending_entries = _tree.restore_state(self, model, thinking_level)
         self.agent.subscribe(self._deliver_agent_event)
-        self.context_engine = install_context_engine(self)  # seed 001's envelope and hooks
+        self.context = install_context_engine(self)  # seed 001's envelope and hooks
 
     def _with_on_response(self, stream_fn: StreamFn) -> StreamFn:
         """``stream_fn`` with the ``after_provider_response`` hook as the requests'
@@ -564,8 +564,8 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         if self._agent_event_hook:
             await self.hook("on_agent_event", event)
         await self.emit(event)
-        if type(event) is TurnEndEvent and self.context_engine.active():
-            await self.context_engine.turn_end()
+        if type(event) is TurnEndEvent and self.context.active():
+            await self.context.engine.turn_end()
         message = event.message if isinstance(event, MessageEndEvent) else None
         if isinstance(message, AssistantMessage) and message.stop_reason != "error":
             self._compactor.overflow_recovery_attempted = False

@@ -140,3 +140,18 @@ async def test_idle_file_session_that_never_wrote_releases_its_lock(tmp_path: Pa
     assert manager.persistence is None
     async with open_persistence(SessionManager.open(path)) as persistence:
         assert persistence.running
+
+
+async def test_context_engine_is_built_only_when_someone_needs_it() -> None:
+    """A session without context hooks or transforms never builds its ContextEngine (prompts
+    go out as built); asking for the engine (/context) builds it once."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("one")])
+    async with open_session(faux, registry) as session:
+        context = session._actor.context
+        assert context._engine is None
+        await session.prompt("hello")
+        assert context._engine is None
+        engine = session.context_engine
+        assert session.context_engine is engine
+        assert context._engine is engine
