@@ -3,7 +3,7 @@ resources the system prompt is built from, and the expansion of what the user ty
 
 * **Tools** (pi 0.73.1's ``buildSessionOptions`` / ``createAgentSession``): read, bash, edit
   and write unless ``--tools`` names others; ``--no-tools`` and ``--no-builtin-tools`` start
-  with none (pitrio has no extension tools yet, so the two are the same). ``--tools`` wins over
+  with no built-in active. ``--tools`` wins over
   both, in the order given. The other built-ins (grep, find, ls by default) are built too and
   handed to the extensions as available tools (:func:`available_tool_names`), so that
   ``pi.set_active_tools`` can turn them on, as pi's tool registry allows. Tools work in the

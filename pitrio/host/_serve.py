@@ -376,7 +376,9 @@ class Host:
         if path == "/healthz":
             if self.draining:
                 body = orjson.dumps({"status": "draining"})
-                await send_response(stream, 503, body, content_type="application/json")
+                await send_response(
+                    stream, 503, body, content_type="application/json", head_only=head_only
+                )
                 return
             body = orjson.dumps(
                 {"status": "ok", "sessions": len(self.sessions), "clients": len(self.clients)}
@@ -386,7 +388,7 @@ class Host:
             )
             return
         if self.draining:
-            await send_response(stream, 503, b"shutting down\n")
+            await send_response(stream, 503, b"shutting down\n", head_only=head_only)
             return
         if path == "/metrics":
             token = self._authorized(request)

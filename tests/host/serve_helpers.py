@@ -152,12 +152,13 @@ async def open_client(
 
 
 async def http_get(
-    host: Host, path: str, headers: dict[str, str] | None = None
+    host: Host, path: str, headers: dict[str, str] | None = None, *, method: str = "GET"
 ) -> tuple[int, dict[str, str], bytes]:
-    """A plain HTTP/1.1 GET on a fresh connection: status, headers (lower-case), body."""
+    """A plain HTTP/1.1 GET (or ``method``) on a fresh connection: status, headers
+    (lower-case), body."""
     stream = await trio.open_tcp_stream("127.0.0.1", host.port)
     async with stream:
-        lines = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{host.port}"]
+        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{host.port}"]
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
         await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
         data = b""

@@ -422,6 +422,10 @@ async def test_drain_answers_503_lets_the_turn_end_and_closes_clients_with_1001(
             await trio.testing.wait_all_tasks_blocked()
             status, _, body = await http_get(host, "/healthz")
             assert (status, json.loads(body)) == (503, {"status": "draining"})
+            for path in ("/healthz", "/"):  # HEAD: the status and headers, never a body
+                status, headers, body = await http_get(host, path, method="HEAD")
+                assert (status, body) == (503, b"")
+                assert int(headers["content-length"]) > 0
             assert await upgrade_status(host, f"/ws?token={host.token}") == 503
             frames: list[dict[str, Any]] = []
             with pytest.raises(ConnectionClosed) as closed:
