@@ -98,6 +98,20 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
                 block = 0.0
         error = agent.error
         history = len(agent.messages)
+    return {
+        **_prompt_report(args, latencies, counts, blocks, history),
+        "error": error,
+    }
+
+
+def _prompt_report(
+    args: argparse.Namespace,
+    latencies: list[float],
+    counts: dict[str, int],
+    blocks: list[float],
+    history: int,
+) -> dict[str, Any]:
+    """The figures every prompt-loop mode reports (latencies in seconds, one per prompt)."""
     wall = sum(latencies)
     ordered = sorted(latencies)
     return {
@@ -112,7 +126,6 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
         "per_prompt_us_p99": round(percentile(ordered, 99) * 1e6, 1),
         "prompts_per_s_by_block_of_200": blocks,
         "final_history_messages": history,
-        "error": error,
     }
 
 
@@ -166,20 +179,8 @@ async def run_session(args: argparse.Namespace) -> dict[str, Any]:
                 block = 0.0
         if kept is not None:
             await kept.dispose()
-    wall = sum(latencies)
-    ordered = sorted(latencies)
     return {
-        "wall_s": round(wall, 4),
-        "prompts": args.prompts,
-        **counts,
-        "events_per_prompt": round(counts["events"] / args.prompts, 2),
-        "prompts_per_s": round(args.prompts / wall, 1),
-        "events_per_s": round(counts["events"] / wall),
-        "per_turn_us": round(wall * 1e6 / max(1, counts["turns"]), 1),
-        "per_prompt_us_p50": round(percentile(ordered, 50) * 1e6, 1),
-        "per_prompt_us_p99": round(percentile(ordered, 99) * 1e6, 1),
-        "prompts_per_s_by_block_of_200": blocks,
-        "final_history_messages": history,
+        **_prompt_report(args, latencies, counts, blocks, history),
         "system_prompt_chars": len(factory.system_prompt),
         "errors": errors,
     }
