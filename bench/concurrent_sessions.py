@@ -34,7 +34,7 @@ from typing import Any
 import trio
 
 from pitrio.actors import MessageUpdateEvent
-from pitrio.providers import TextDeltaEvent
+from pitrio.providers import DEFAULT_YIELD_EVERY, TextDeltaEvent
 
 from _common import (
     LagMonitor,
@@ -206,7 +206,7 @@ def main() -> None:
     parser.add_argument(
         "--yield-every",
         type=int,
-        default=1,
+        default=DEFAULT_YIELD_EVERY,
         help="the unlimited faux checkpoints every N deltas (0 = on backpressure)",
     )
     trio.run(main_async, parser.parse_args())

@@ -25,6 +25,7 @@ import trio
 
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
 from pitrio.providers import (
+    DEFAULT_YIELD_EVERY,
     Context,
     TextContent,
     TextDeltaEvent,
@@ -268,8 +269,9 @@ def main() -> None:
     parser.add_argument(
         "--yield-every",
         type=int,
-        default=1,
-        help="faux checkpoints every N deltas (1 = pi's one yield per delta; 0 = on backpressure)",
+        default=DEFAULT_YIELD_EVERY,
+        help="faux checkpoints every N deltas (default %(default)s; 1 = a scheduler pass per "
+        "delta; 0 = on backpressure)",
     )
     trio.run(main_async, parser.parse_args())
 

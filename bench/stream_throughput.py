@@ -7,7 +7,7 @@ deltas (token_size 1..1); the consumer counts ``text_delta`` events and their UT
 a summary with the throughput ratio between the smallest and the largest answer (1.0 = flat).
 
     python bench/stream_throughput.py                      # 10 KB, 100 KB, 250 KB, 1 MB
-    python bench/stream_throughput.py --chars 1000000 --yield-every 0
+    python bench/stream_throughput.py --chars 1000000 --yield-every 1
 
 ``--mode agent`` (default) runs one Agent prompt and counts ``message_update`` text deltas in a
 subscriber; ``--mode provider`` drains ``stream_simple`` directly (pi's ``--mode=provider``).
@@ -23,6 +23,7 @@ import trio
 
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
 from pitrio.providers import (
+    DEFAULT_YIELD_EVERY,
     AssistantMessage,
     Context,
     TextDeltaEvent,
@@ -133,9 +134,9 @@ def main() -> None:
     parser.add_argument(
         "--yield-every",
         type=int,
-        default=1,
-        help="faux checkpoints after every N deltas (1 = pi's one yield per delta; 0 = only "
-        "when the consumer is a buffer behind)",
+        default=DEFAULT_YIELD_EVERY,
+        help="faux checkpoints after every N deltas (default %(default)s; 1 = a scheduler pass "
+        "per delta; 0 = only when the consumer is a buffer behind)",
     )
     trio.run(main_async, parser.parse_args())
 

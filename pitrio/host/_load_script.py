@@ -17,6 +17,7 @@ from typing import Any, Final
 import trio
 
 from pitrio.providers import (
+    DEFAULT_YIELD_EVERY,
     AssistantMessage,
     Context,
     FauxModelDefinition,
@@ -71,7 +72,7 @@ def prompt_text(session: int, index: int) -> str:
 
 
 def register_bench_faux(
-    *, tokens_per_second: float | None = None, yield_every: int = 1
+    *, tokens_per_second: float | None = None, yield_every: int = DEFAULT_YIELD_EVERY
 ) -> tuple[FauxProvider, ProviderRegistry]:
     """The benchmark faux provider in a registry of its own: one ``faux-1`` model (pi's
     definition), 4 characters per delta, paced at ``tokens_per_second`` when given."""

@@ -43,6 +43,7 @@ from pitrio.providers._events import ToolCallEndEvent as ToolCallEndEvent
 from pitrio.providers._events import ToolCallStartEvent as ToolCallStartEvent
 from pitrio.providers._events import final_message as final_message
 from pitrio.providers._events import is_terminal as is_terminal
+from pitrio.providers._faux import DEFAULT_YIELD_EVERY as DEFAULT_YIELD_EVERY
 from pitrio.providers._faux import FauxModelDefinition as FauxModelDefinition
 from pitrio.providers._faux import FauxProvider as FauxProvider
 from pitrio.providers._faux import FauxState as FauxState
@@ -160,6 +161,7 @@ __all__ = [
     "ASSISTANT_MESSAGE_EVENT_TYPES",
     "ASSISTANT_STREAM_BUFFER",
     "BUILTIN_PROVIDERS",
+    "DEFAULT_YIELD_EVERY",
     "EMPTY_USAGE",
     "ENV_API_KEY_VARS",
     "NO_RESULT_PROVIDED",

@@ -74,6 +74,11 @@ DEFAULT_MODEL_ID: Final = "faux-1"
 DEFAULT_MODEL_NAME: Final = "Faux Model"
 DEFAULT_BASE_URL: Final = "http://localhost:0"
 DEFAULT_TOKEN_SIZE: Final = (3, 5)
+DEFAULT_YIELD_EVERY: Final = 64
+"""Chunks an unlimited-speed stream sends between two checkpoints. pi waits one *microtask*
+per chunk, which lets its consumer run but never the event loop's timers or I/O; a Trio
+checkpoint is a full scheduler pass (~6 us, more than the chunk itself). Every subscriber still
+sees every event in order; other tasks wait at most 64 chunks (~0.2 ms) for their turn."""
 """pi's default: each chunk is 3 to 5 "tokens" of 4 characters."""
 NO_MORE_RESPONSES: Final = "No more faux responses queued"
 
@@ -416,8 +421,8 @@ class FauxProvider:
         chunks = _split(text, self._min, self._max, self._rng)
         tps = self._tps
         if tps is not None and tps > 0:
-            # wait_until itself, not wait(): one coroutine fewer alive per paced chunk.
-            wait_until = pacing_clock().wait_until
+            # One pacer per block: its waits allocate nothing (see _pacing).
+            wait_until = pacing_clock().pacer().until
             current_time = trio.current_time
             for chunk in chunks:
                 await wait_until(current_time() + _estimate_tokens(chunk) / tps)
@@ -510,7 +515,7 @@ def register_faux_provider(
     models: Sequence[FauxModelDefinition] | None = None,
     tokens_per_second: float | None = None,
     token_size: tuple[int, int] | None = None,
-    yield_every: int = 1,
+    yield_every: int = DEFAULT_YIELD_EVERY,
     registry: ProviderRegistry | None = None,
     seed: int | None = None,
 ) -> FauxProvider:
@@ -524,8 +529,9 @@ def register_faux_provider(
         tokens_per_second: pace the stream (a chunk of n tokens waits n / tokens_per_second s);
             ``None`` streams as fast as the consumer reads.
         token_size: (min, max) tokens per chunk, each token 4 characters; pi's (3, 5) by default.
-        yield_every: at unlimited speed, checkpoint after every ``yield_every`` chunks (pi yields
-            once per chunk: 1); ``0`` yields only when the consumer falls a buffer behind.
+        yield_every: at unlimited speed, checkpoint after every ``yield_every`` chunks
+            (`DEFAULT_YIELD_EVERY`; 1 is a scheduler pass per chunk); ``0`` yields only when
+            the consumer falls a buffer behind.
         registry: where to register; the default registry by default.
         seed: seeds the chunk-size choice for reproducible streams.
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,7 +33,7 @@ from pitrio.providers import (
     stream_simple,
 )
 from pitrio.providers._codec import PROVIDERS_CODEC
-from pitrio.providers._faux import serialize_context
+from pitrio.providers._faux import DEFAULT_YIELD_EVERY, serialize_context
 
 from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
 
@@ -131,10 +132,11 @@ async def test_event_sequence_equals_pis(
     assert faux.pending_count == script["pendingResponsesAfter"]
 
 
-async def test_abort_mid_stream_ends_with_aborted_message(
-    faux: FauxProvider, registry: ProviderRegistry
-) -> None:
+async def test_abort_mid_stream_ends_with_aborted_message(registry: ProviderRegistry) -> None:
     """Aborting after the third text delta ends the stream with stopReason "aborted", as pi does."""
+    # A checkpoint per chunk, as pi's microtask per chunk: pi's capture is a short answer that
+    # the default provider would have finished (one burst) before the consumer read delta 3.
+    faux = register_faux_provider(api="faux", token_size=(1, 1), registry=registry, yield_every=1)
     script = load_json("faux_abort.input.json")
     pi_events = load_jsonl("faux_abort.pushed.jsonl")[:-1]
     model = from_wire(Model, script["model"])
@@ -297,3 +299,57 @@ def test_usage_estimate_encodes_the_tools_of_each_request() -> None:
     for tools in ([alpha], [alpha], [alpha, beta], [beta, alpha], [tool("gamma"), beta]):
         context = Context(system_prompt="s", messages=[], tools=tuple(tools))
         assert serialize_context(context).endswith(expected(tools))
+
+
+async def test_default_stream_is_aborted_mid_burst(
+    faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """With the default batching a long answer aborted after its third delta still ends aborted,
+    long before its last chunk."""
+    text = "abcd" * 2_000
+    faux.set_responses([faux_assistant_message(text)])
+    model = faux.get_model()
+    assert model is not None
+    deltas = 0
+    async with stream_simple(model, Context(messages=()), registry=registry) as events:
+        async for event in events:
+            if isinstance(event, TextDeltaEvent):
+                deltas += 1
+                if deltas == 3:
+                    events.abort()
+        result = await events.result()
+    assert result.stop_reason == "aborted"
+    assert deltas < 2_000
+    assert "".join(b.text for b in result.content if isinstance(b, TextContent)) != text
+
+
+async def test_unlimited_stream_lets_other_tasks_run_every_few_chunks(
+    faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """An unlimited stream checkpoints every DEFAULT_YIELD_EVERY chunks, so a task beside it runs
+    at least once per three such bursts (pi's microtasks would starve it until the end)."""
+    faux.set_responses([faux_assistant_message("abcd" * 5_000)])
+    model = faux.get_model()
+    assert model is not None
+    received = 0
+    seen_at: list[int] = []
+    done = False
+
+    async def ticker() -> None:
+        while not done:
+            seen_at.append(received)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ticker)
+        await trio.lowlevel.checkpoint()
+        async with stream_simple(model, Context(messages=()), registry=registry) as events:
+            async for event in events:
+                if isinstance(event, TextDeltaEvent):
+                    received += 1
+        done = True
+    assert received == 5_000
+    gaps = [b - a for a, b in itertools.pairwise(seen_at)]
+    # Trio may order a batch's tasks either way: a burst, the consumer's drain of the one
+    # before it and one more, at most, between two runs of the ticker.
+    assert max(gaps) <= 3 * DEFAULT_YIELD_EVERY
