@@ -1,0 +1,79 @@
+"""The slot-setter ``__init__`` of frozen wire classes behaves exactly as attrs' own."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import attrs
+import pytest
+
+from pitrio._fast_init import speed_up_frozen_init
+
+
+def _make(**options: Any) -> type:
+    @attrs.frozen(kw_only=True, **options)
+    class Sample:
+        kind: str = attrs.field(default="sample", init=False)
+        name: str
+        size: int = 3
+        tags: list[str] = attrs.field(factory=list)
+        items: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+        extra: dict[str, Any] | None = None
+
+    return Sample
+
+
+def _values(obj: Any) -> dict[str, Any]:
+    return attrs.asdict(obj, recurse=False)
+
+
+def test_same_signature_values_and_frozenness() -> None:
+    """Defaults, factories, converters and init=False fields come out as attrs builds them."""
+    plain, fast = _make(), _make()
+    assert speed_up_frozen_init(fast)
+    assert inspect.signature(fast.__dict__["__init__"]) == inspect.signature(
+        plain.__dict__["__init__"]
+    )
+    for kwargs in ({"name": "a"}, {"name": "b", "size": 9, "tags": ["x"], "items": [1, 2]}):
+        assert _values(fast(**kwargs)) == _values(plain(**kwargs))
+    first, second = fast(name="a"), fast(name="a")
+    assert first.tags is not second.tags  # a fresh list per instance, as attrs' factory gives
+    assert fast(name="c", items=[4]).items == (4,)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        first.name = "changed"
+    with pytest.raises(TypeError):
+        fast()  # the required argument is still required
+
+
+def test_errors_in_the_new_init_show_its_source() -> None:
+    """A traceback through the rewritten function shows its lines (it is in linecache)."""
+    fast = _make()
+    speed_up_frozen_init(fast)
+    assert "_slot_set_name(self, name)" in inspect.getsource(fast.__dict__["__init__"])
+
+
+def test_classes_attrs_must_keep() -> None:
+    """Validators, post-init hooks and mutable classes keep attrs' __init__."""
+
+    @attrs.frozen
+    class Validated:
+        value: int = attrs.field(validator=attrs.validators.instance_of(int))
+
+    @attrs.frozen
+    class PostInit:
+        value: int
+
+        def __attrs_post_init__(self) -> None:
+            pass
+
+    @attrs.define
+    class Mutable:
+        value: int
+
+    for cls in (Validated, PostInit, Mutable):
+        before = cls.__dict__["__init__"]
+        assert not speed_up_frozen_init(cls)
+        assert cls.__dict__["__init__"] is before
+    with pytest.raises(TypeError):
+        Validated("not an int")  # type: ignore[arg-type]
