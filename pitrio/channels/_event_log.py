@@ -449,6 +449,12 @@ class EventLog(Generic[T]):
             include every event published so far (reduce state before publishing).
         ring_size: How many recent events to keep for resuming; default `REPLAY_RING`. 0 keeps
             none: a resume that missed any event gets a snapshot.
+        ring_on_demand: Keep events in the ring only from the moment a cursor could exist: the
+            first `open_subscription` or the first read of `seq`. Before that nobody holds a
+            seq to resume from (callbacks get events, not seqs), so a resume from a cursor
+            older than that moment gets a snapshot, as for a cursor that left the ring. Many
+            sessions whose only listeners are callbacks then keep no event alive per token
+            (each kept event is promoted through the cyclic collector's generations).
     """
 
     __slots__ = (
@@ -456,6 +462,7 @@ class EventLog(Generic[T]):
         "_closed",
         "_encode",
         "_holder",
+        "_keep",
         "_locked",
         "_merge",
         "_pending",
@@ -474,6 +481,7 @@ class EventLog(Generic[T]):
         merge: Callable[[T, T], T | None] | None = None,
         snapshot: Callable[[], Any] | None = None,
         ring_size: int = REPLAY_RING,
+        ring_on_demand: bool = False,
     ) -> None:
         if ring_size < 0:
             raise ValueError(f"ring_size must be >= 0, not {ring_size!r}")
@@ -484,6 +492,9 @@ class EventLog(Generic[T]):
         # use: an idle session's log holds none of them (a deque costs 768 bytes empty).
         self._ring: deque[Sequenced[T]] | None = None
         self._ring_size = ring_size
+        # Whether publish keeps events (creating the ring at the first one); with
+        # ring_on_demand it turns on when a cursor is first handed out (_keep_from_now).
+        self._keep = not ring_on_demand
         self._seq = 0
         # Both replaced, never mutated (copy-on-write), so publish iterates without copying and
         # (un)subscribing during delivery cannot disturb the iteration.
@@ -507,8 +518,18 @@ class EventLog(Generic[T]):
 
     @property
     def seq(self) -> int:
-        """The seq of the last published event; 0 before the first."""
+        """The seq of the last published event; 0 before the first.
+
+        With ``ring_on_demand``, reading it hands out a cursor: the ring keeps events from now.
+        """
+        if not self._keep:
+            self._keep_from_now()
         return self._seq
+
+    def _keep_from_now(self) -> None:
+        self._keep = True
+        if self._ring is None:
+            self._ring = deque(maxlen=self._ring_size)
 
     def in_callback(self) -> bool:
         """Whether the calling task is inside an async callback of this log's publish.
@@ -589,6 +610,8 @@ class EventLog(Generic[T]):
         if from_seq is not None and from_seq < 0:
             raise ValueError(f"from_seq must be >= 0, not {from_seq!r}")
         # No checkpoint from here to the registration below.
+        if not self._keep:
+            self._keep_from_now()
         replay: deque[Sequenced[T] | Snapshot] = deque()
         seq = self._seq
         if from_seq is None:
@@ -647,14 +670,17 @@ class EventLog(Generic[T]):
             if self._closed:  # while we waited for the lock
                 raise trio.ClosedResourceError("the event log was closed")
             seq = self._seq = self._seq + 1
-            item = Sequenced(seq, event, self._encode)
-            ring = self._ring
-            if ring is None:
-                ring = self._ring = deque(maxlen=self._ring_size)
-            ring.append(item)
-            for subscription in self._subscriptions:
-                if subscription._state == _OPEN and not subscription._offer(item):
-                    await subscription._put_blocking(item)
+            # Nothing to keep or hand out (no cursor was ever handed out, so no subscription
+            # either): the event goes to the callbacks alone, no record made.
+            if self._keep:
+                item = Sequenced(seq, event, self._encode)
+                ring = self._ring
+                if ring is None:
+                    ring = self._ring = deque(maxlen=self._ring_size)
+                ring.append(item)
+                for subscription in self._subscriptions:
+                    if subscription._state == _OPEN and not subscription._offer(item):
+                        await subscription._put_blocking(item)
             pending = self._pending
             if pending:  # left over by a cancelled publish: those come first
                 pending.append(event)
@@ -688,14 +714,15 @@ class EventLog(Generic[T]):
         # subscriptions now; the running publish hands it to the callbacks after the current
         # event (waiting for that here would wait for ourselves).
         seq = self._seq = self._seq + 1
-        item = Sequenced(seq, event, self._encode)
-        ring = self._ring
-        if ring is None:
-            ring = self._ring = deque(maxlen=self._ring_size)
-        ring.append(item)
-        for subscription in self._subscriptions:
-            if subscription._state == _OPEN and not subscription._offer(item):
-                await subscription._put_blocking(item)
+        if self._keep:
+            item = Sequenced(seq, event, self._encode)
+            ring = self._ring
+            if ring is None:
+                ring = self._ring = deque(maxlen=self._ring_size)
+            ring.append(item)
+            for subscription in self._subscriptions:
+                if subscription._state == _OPEN and not subscription._offer(item):
+                    await subscription._put_blocking(item)
         if not self._closed:
             self._pending.append(event)
         return seq

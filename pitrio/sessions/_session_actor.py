@@ -191,6 +191,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             merge=merge_agent_events,
             snapshot=self.snapshot,
             ring_size=ring,
+            # Until a reader could hold a cursor (a subscription, a read of seq), keeping each
+            # token's event alive costs the cyclic collector per token and replays to nobody.
+            ring_on_demand=True,
         )
         self._retry = Retry(self.settings.retry_settings, self.emit, pattern=retry_pattern)
         self._retry_actor = RetryActor(self._retry)

@@ -828,3 +828,38 @@ def test_a_coalescing_reader_receives_every_delta_and_mark_in_order(ops, max_buf
             assert item.event.partial == published[item.seq - 1].partial  # the newest wins
     if published:
         assert seqs[-1] == len(published)
+
+
+# -- ring on demand --------------------------------------------------------------------------
+
+
+async def test_a_ring_on_demand_keeps_nothing_until_a_cursor_is_handed_out():
+    """Before any subscription or read of seq, ring_on_demand keeps no event: an old cursor
+    gets a snapshot, and callbacks still receive every event."""
+    seen: list[int] = []
+    log: EventLog[int] = EventLog(snapshot=lambda: "state", ring_on_demand=True)
+    log.subscribe(seen.append)
+    for i in range(1, 4):
+        await log.publish(i)
+    assert seen == [1, 2, 3]
+    assert log.statistics().ring_length == 0
+    async with log.open_subscription(from_seq=0) as sub:
+        assert drain(sub) == [Snapshot(seq=3, state="state")]
+
+
+@pytest.mark.parametrize("hand_out", ["subscription", "seq"])
+async def test_a_ring_on_demand_replays_everything_after_the_first_cursor(hand_out):
+    """Once a cursor could exist (a subscription opened, seq read), the ring keeps the events
+    after it, so a reader resuming from that cursor misses nothing."""
+    log: EventLog[int] = EventLog(snapshot=lambda: "state", ring_on_demand=True)
+    await log.publish(1)
+    if hand_out == "seq":
+        cursor = log.seq
+    else:
+        async with log.open_subscription() as first:
+            cursor = first.last_seq
+    assert cursor == 1
+    for i in range(2, 5):
+        await log.publish(i)
+    async with log.open_subscription(from_seq=cursor) as sub:
+        assert [(item.seq, item.event) for item in drain(sub)] == [(2, 2), (3, 3), (4, 4)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
@@ -121,3 +123,72 @@ async def test_concurrent_paced_streams_each_keep_their_pace(
             nursery.start_soon(one)
     expected = [pytest.approx(start + 0.02 * (k + 1)) for k in range(10)]
     assert times == [expected] * 50
+
+
+async def _pacer_wake_times(
+    plans: list[list[tuple[int, bool]]],
+) -> dict[tuple[int, int], float]:
+    """One task per plan, each reusing one Pacer for its waits in turn: (delay in 10 ms, and
+    whether that wait is cancelled halfway; a wait of 0 is never cancelled)."""
+    clock = pacing_clock()
+    start = trio.current_time()
+    woke: dict[tuple[int, int], float] = {}
+
+    async def run(i: int, plan: list[tuple[int, bool]]) -> None:
+        pacer = clock.pacer()
+        for k, (delay, cancel) in enumerate(plan):
+            now = trio.current_time()
+            with trio.CancelScope() as scope:
+                if cancel and delay > 0:
+                    scope.deadline = now + delay / 200
+                await pacer.until(now + delay / 100)
+                woke[i, k] = trio.current_time() - start
+
+    with trio.fail_after(1000):
+        async with trio.open_nursery() as nursery:
+            for i, plan in enumerate(plans):
+                nursery.start_soon(run, i, plan)
+    assert clock.waiting() == 0
+    return woke
+
+
+def _expected(plans: list[list[tuple[int, bool]]]) -> dict[tuple[int, int], Any]:
+    expected = {}
+    for i, plan in enumerate(plans):
+        t = 0.0
+        for k, (delay, cancel) in enumerate(plan):
+            if cancel and delay > 0:
+                t += delay / 200
+            else:
+                t += delay / 100
+                expected[i, k] = pytest.approx(t)
+    return expected
+
+
+async def test_a_pacer_reused_after_a_cancelled_wait_keeps_every_due(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A stream whose wait was cancelled waits again with the same pacer and still wakes on
+    time, as do the waiters around the dead entry it left in the heap."""
+    plans = [[(100, True), (10, False), (30, False)], [(50, False), (50, False)], [(80, False)]]
+    assert await _pacer_wake_times(plans) == _expected(plans)
+
+
+@given(
+    plans=st.lists(
+        st.lists(st.tuples(st.integers(0, 30), st.booleans()), min_size=1, max_size=6),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_reused_pacers_keep_every_due_whatever_is_cancelled(
+    plans: list[list[tuple[int, bool]]],
+) -> None:
+    """Any mix of reused pacers, waits and cancellations: every wait not cancelled wakes at
+    its due."""
+
+    async def main() -> dict[tuple[int, int], float]:
+        return await _pacer_wake_times(plans)
+
+    woke = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert woke == _expected(plans)
