@@ -16,7 +16,7 @@ bounded async-iterator subscriptions.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal, NoReturn, Self
 
@@ -54,6 +54,7 @@ from pitrio.actors._messages import (
 )
 from pitrio.actors._tool_runner import AfterToolCall, BeforeToolCall, ToolExecution
 from pitrio.channels import (
+    DELIVERED,
     SUBSCRIPTION_BUFFER,
     Broadcast,
     Mailbox,
@@ -117,19 +118,6 @@ BusyPolicy = Literal["reject", "steer", "follow_up", "interrupt"]
 """What a prompt does when it arrives while a run is in progress: ``"reject"`` raises pi's
 "already processing" error (the default), ``"steer"`` / ``"follow_up"`` queue it, and
 ``"interrupt"`` aborts the run and then starts the new prompt."""
-
-
-class _Done:
-    """An awaitable that is already complete (no checkpoint): an undelivered event's emit."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return
-        yield  # a generator that returns at once
-
-
-_DONE: Final = _Done()
 
 
 @attrs.define(eq=False)
@@ -600,7 +588,7 @@ class Agent:
             self.record_event(event)
         if deliver:
             return self._bus.publish(event)
-        return _DONE
+        return DELIVERED
 
     async def _reduce_only(self, event: AgentEvent) -> None:
         await self._emit(event, deliver=False)

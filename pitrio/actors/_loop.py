@@ -64,7 +64,7 @@ from pitrio.actors._tool_runner import (
     ToolExecution,
     ToolRunner,
 )
-from pitrio.channels import Mailbox
+from pitrio.channels import DELIVERED, Mailbox
 from pitrio.providers import (
     ABORTED_MESSAGE,
     EMPTY_USAGE,
@@ -382,42 +382,51 @@ class LoopController:
             self._stream = stream
             self._call = "streaming"
             try:
-                # Every buffered event is taken without a checkpoint; the task parks only
-                # when the stream runs dry (one hand-off per burst, not per token).
-                receive_nowait = stream.receive_nowait
-                while True:
-                    try:
-                        event = receive_nowait()
-                    except trio.WouldBlock:
+                # Every buffered event is taken at once, without a checkpoint; the task parks
+                # only when the stream runs dry (one hand-off per burst, not per token). A
+                # delta whose subscribers are all synchronous costs no await at all.
+                receive_all = stream.receive_all_nowait
+                started = self._assistant_started
+                final: AssistantMessage | None = None
+                while final is None:
+                    batch = receive_all()
+                    if not batch:
                         try:
-                            event = await anext(stream)
+                            batch = [await anext(stream)]
                         except StopAsyncIteration:
                             final = await stream.result()
                             break
-                    except trio.EndOfChannel:
-                        final = await stream.result()
-                        break
-                    kind = type(event)
-                    if kind in _UPDATE_KINDS:
-                        if self._assistant_started:
-                            partial = event.partial  # type: ignore[union-attr]  # a block event
+                    for event in batch:
+                        if type(event) in _UPDATE_KINDS:
+                            if started:
+                                delivery = emit(
+                                    MessageUpdateEvent(
+                                        assistant_message_event=event,
+                                        message=event.partial,  # type: ignore[union-attr]
+                                    )
+                                )
+                                if delivery is not DELIVERED:
+                                    await delivery
+                        elif isinstance(event, StartEvent):
+                            self._assistant_started = started = True
+                            await emit(MessageStartEvent(message=event.partial))
+                        elif isinstance(event, DoneEvent):
+                            final = event.message
+                            break
+                        elif isinstance(event, ErrorEvent):
+                            final = event.error
+                            break
+                        elif started:
                             await emit(
-                                MessageUpdateEvent(assistant_message_event=event, message=partial)
+                                MessageUpdateEvent(
+                                    assistant_message_event=event, message=event.partial
+                                )
                             )
-                    elif isinstance(event, StartEvent):
-                        self._assistant_started = True
-                        await emit(MessageStartEvent(message=event.partial))
-                    elif isinstance(event, DoneEvent | ErrorEvent):
-                        final = event.message if isinstance(event, DoneEvent) else event.error
-                        break
-                    elif self._assistant_started:
-                        await emit(
-                            MessageUpdateEvent(assistant_message_event=event, message=event.partial)
-                        )
             finally:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()
         self._stream = None
+        assert final is not None  # the loop above ends only with the final message
         return await self._end_assistant(final)
 
     async def _end_assistant(self, final: AssistantMessage) -> AssistantMessage:

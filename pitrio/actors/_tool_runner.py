@@ -185,6 +185,12 @@ class ToolRunner:
         """Run ``tool_calls``; return the finalized calls in source order and whether a steering
         message closed the intake."""
         slots = self._slots = [_Slot(call) for call in tool_calls]
+        if len(slots) == 1:
+            # One call: nothing a steering message could skip, so no intake to close and no
+            # feeder task (a task, a channel and a nursery less per tool turn).
+            await self._run_single(slots[0])
+            finalized = slots[0].finalized
+            return ([finalized] if finalized is not None else []), self.steered
         intake_send, intake_receive = trio.open_memory_channel[_Slot](0)
         unwatch: Callable[[], None] | None = None
 
@@ -222,6 +228,11 @@ class ToolRunner:
                 await self._skip(slot, SKIPPED_MESSAGE)
         return [slot.finalized for slot in slots if slot.finalized is not None], self.steered
 
+    async def _run_single(self, slot: _Slot) -> None:
+        # Either mode's events for one call: start, preflight, execution, end, message.
+        slot.accepted = True
+        await self._run_sequential(slot)
+
     async def _serve_sequential(
         self, intake: trio.MemoryReceiveChannel[_Slot], accepted: Callable[[], None]
     ) -> None:
@@ -232,15 +243,18 @@ class ToolRunner:
                 return  # every call was run, or a steering message closed the intake
             slot.accepted = True
             accepted()
-            slot.started = True
-            await self._emit(_start_event(slot.call))
-            prepared = await self._prepare(slot.call)
-            if isinstance(prepared, Finalized):
-                slot.finalized = prepared
-            else:
-                slot.finalized = await self._finalize(prepared, *await self._execute(prepared))
-            await self._emit_end(slot)
-            await self._emit_message(slot)
+            await self._run_sequential(slot)
+
+    async def _run_sequential(self, slot: _Slot) -> None:
+        slot.started = True
+        await self._emit(_start_event(slot.call))
+        prepared = await self._prepare(slot.call)
+        if isinstance(prepared, Finalized):
+            slot.finalized = prepared
+        else:
+            slot.finalized = await self._finalize(prepared, *await self._execute(prepared))
+        await self._emit_end(slot)
+        await self._emit_message(slot)
 
     async def _serve_parallel(
         self, intake: trio.MemoryReceiveChannel[_Slot], accepted: Callable[[], None]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pitrio._publish import publish as _publish
 
+from ._broadcast import DELIVERED as DELIVERED
 from ._broadcast import SUBSCRIPTION_BUFFER as SUBSCRIPTION_BUFFER
 from ._broadcast import Broadcast as Broadcast
 from ._broadcast import BroadcastStatistics as BroadcastStatistics
@@ -54,6 +55,7 @@ from ._reply import close_inbox as close_inbox
 
 __all__ = [
     "COALESCE_OVERRUN",
+    "DELIVERED",
     "EVENT_STREAM_BUFFER",
     "MAILBOX_SIZE",
     "REPLAY_RING",

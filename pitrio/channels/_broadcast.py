@@ -8,7 +8,7 @@ called back get a bounded `Subscription` and choose what happens when they fall 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
 from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, TypeVar, get_args
 
@@ -42,6 +42,21 @@ Large enough to absorb one burst of agent events (a tool result arriving with it
 event, small enough that a stalled reader holds only a few kilobytes and, under the default
 ``"block"`` policy, slows the agent within one burst rather than minutes later.
 """
+
+
+class _Delivered:
+    """The awaitable `Broadcast.publish` returns when it delivered everything itself."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator that returns at once, without a checkpoint
+
+
+DELIVERED: Final = _Delivered()
+"""What `Broadcast.publish` returns when the event reached every subscriber during the call:
+awaiting it is a no-op, and a caller on a hot path may test ``is DELIVERED`` and skip the await."""
 
 # Subscription states. A subscription is delivered to only while _OPEN.
 _OPEN: Final = 0  # receiving events
@@ -381,13 +396,17 @@ class Broadcast(Generic[T]):
         finally:
             subscription.close()
 
-    async def publish(self, event: T) -> None:
+    def publish(self, event: T) -> Awaitable[None]:
         """Deliver ``event`` to every current subscriber, in subscription order.
 
-        A checkpoint only when it waits: for an async callback, a full ``"block"`` subscription
-        or another task's publish. Delivering to sync callbacks and subscriptions with room
-        does not yield, because an agent publishes ~100 events per turn and a scheduler round
-        trip costs ~20x a delivery; the publisher yields at its own checkpoints.
+        Call it as ``await broadcast.publish(event)``. The delivery to sync callbacks and to
+        subscriptions with room happens in the call itself, with no coroutine and no
+        checkpoint (an agent publishes ~100 events per turn; a scheduler round trip costs ~20x
+        a delivery, the publisher yields at its own checkpoints); the returned awaitable then
+        completes at once (it is `DELIVERED`). What has to wait (an async callback, a full
+        ``"block"`` subscription, another task's publish in progress) is left to the returned
+        awaitable, which must be awaited straight away: until it completes, later publishes
+        queue behind it.
 
         Args:
             event: The event; every subscriber receives this same object, so it should be
@@ -399,31 +418,71 @@ class Broadcast(Generic[T]):
         """
         if self._closed:
             raise trio.ClosedResourceError("the broadcast was closed")
-        # A FIFO lock, inlined: trio.StrictFIFOLock costs ~30% of an uncontended publish. The
-        # holder's task is looked up only when an async callback runs, the one moment a
-        # subscriber could await publish on this broadcast (and would deadlock).
         if self._locked:
-            if self._holder is not None and self._holder is trio.lowlevel.current_task():
-                raise RuntimeError("publish() was awaited by a subscriber of the same Broadcast")
-            # Returns once the previous publisher handed the lock to us (see finally).
-            await self._waiting_publishers.park()
-        else:
-            self._locked = True
+            return self._publish_queued(event)
+        subscribers = self._subscribers
+        index = 0
+        # Locked during the delivery too: a sync callback calling publish on this broadcast
+        # gets a queued publish (it cannot await it), never a nested, out-of-order delivery.
+        self._locked = True
         try:
-            for entry in self._subscribers:
+            for entry in subscribers:
+                index += 1
                 if type(entry) is _Callback:
                     if not entry.active:
                         continue
                     try:
                         awaitable = entry.callback(event)
-                        if awaitable is not None:
-                            self._holder = trio.lowlevel.current_task()
-                            try:
-                                await awaitable
-                            finally:
-                                self._holder = None
                     except Exception:
                         log.exception("subscriber_failed", subscriber=entry.callback)
+                        continue
+                    if awaitable is not None:  # _finish takes the lock over
+                        return self._finish(event, subscribers, index, entry, awaitable)
+                elif (
+                    type(entry) is Subscription
+                    and entry._state == _OPEN
+                    and not entry._offer(event)
+                ):
+                    return self._finish(event, subscribers, index - 1, None, None)
+        except BaseException:
+            self._locked = False
+            raise
+        # No publisher can be queued: none ran since the lock was found free.
+        self._locked = False
+        return DELIVERED
+
+    async def _publish_queued(self, event: T) -> None:
+        # Another publish holds the (FIFO) lock. A cancelled park leaves the lot without the
+        # lock; one that returns was handed the lock (see _finish's finally).
+        if self._holder is not None and self._holder is trio.lowlevel.current_task():
+            raise RuntimeError("publish() was awaited by a subscriber of the same Broadcast")
+        await self._waiting_publishers.park()
+        await self._finish(event, self._subscribers, 0, None, None)
+
+    async def _finish(
+        self,
+        event: T,
+        subscribers: tuple[_Callback[T] | Subscription[T], ...],
+        start: int,
+        waiting_for: _Callback[T] | None,
+        awaitable: Awaitable[None] | None,
+    ) -> None:
+        # Holds the lock (taken by publish or handed over by the previous publisher): finish
+        # what publish could not do synchronously, then serve the rest in subscription order.
+        try:
+            if waiting_for is not None and awaitable is not None:
+                await self._await_callback(waiting_for, awaitable)
+            for entry in subscribers[start:]:
+                if type(entry) is _Callback:
+                    if not entry.active:
+                        continue
+                    try:
+                        awaitable = entry.callback(event)
+                    except Exception:
+                        log.exception("subscriber_failed", subscriber=entry.callback)
+                        continue
+                    if awaitable is not None:
+                        await self._await_callback(entry, awaitable)
                 elif (
                     type(entry) is Subscription
                     and entry._state == _OPEN
@@ -431,10 +490,25 @@ class Broadcast(Generic[T]):
                 ):
                     await entry._put_blocking(event)
         finally:
-            if self._waiting_publishers:
-                self._waiting_publishers.unpark()  # the lock passes to it: _locked stays True
-            else:
-                self._locked = False
+            self._release()
+
+    def _release(self) -> None:
+        if self._waiting_publishers:
+            self._waiting_publishers.unpark()  # the lock passes to it: _locked stays True
+        else:
+            self._locked = False
+
+    async def _await_callback(self, entry: _Callback[T], awaitable: Awaitable[None]) -> None:
+        # While an async callback runs, its task is the holder: a publish it awaits on this
+        # broadcast would deadlock, so _publish_queued refuses it. Its exception is logged, as
+        # a sync callback's is.
+        self._holder = trio.lowlevel.current_task()
+        try:
+            await awaitable
+        except Exception:
+            log.exception("subscriber_failed", subscriber=entry.callback)
+        finally:
+            self._holder = None
 
     def close(self) -> None:
         """Remove every callback and end every subscription; idempotent and synchronous."""

@@ -15,6 +15,7 @@ import attrs
 import trio
 
 from ._exceptions import StreamEndedWithoutResult
+from ._park import Park
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -93,6 +94,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_has_result",
         "_is_complete",
         "_max_buffer",
+        "_park",
         "_receiver",
         "_result",
         "_send_closed",
@@ -116,6 +118,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # (no Value objects, no OrderedDict of waiting receivers), and this is per token.
         self._buffer: deque[T] = deque()
         self._receiver: trio.lowlevel.Task | None = None
+        # The consumer's park, made at its first wait: a wait allocates nothing (a paced
+        # stream's consumer parks once per token). It refers back to the stream, a cycle that
+        # aclose breaks.
+        self._park: Park | None = None
         self._writers = trio.lowlevel.ParkingLot()
         # _send_closed: nothing more will be buffered (completion buffered or end() called).
         self._send_closed = False
@@ -196,6 +202,28 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             self._record(self._extract_result(event))
             self._close_send()
 
+    def offer(self, event: T) -> bool:
+        """Buffer an event that does not complete the stream; False if there is no room.
+
+        The producer's per-token path: `push_nowait` without the completion check (a delta
+        never completes a stream) and without an exception for a full buffer (then ``await
+        push(event)``). An event offered after the stream ended, or with the consumer gone,
+        is dropped and counts as taken (True), as `push_nowait` does.
+        """
+        if self._done or self._consumer_closed:
+            return True
+        buf = self._buffer
+        receiver = self._receiver
+        if receiver is not None:
+            self._receiver = None
+            buf.append(event)
+            trio.lowlevel.reschedule(receiver)
+            return True
+        if len(buf) >= self._max_buffer:
+            return False
+        buf.append(event)
+        return True
+
     def end(self, result: R | None = None) -> None:
         """Finish the stream; the consumer's iteration ends once the buffer drains.
 
@@ -272,6 +300,27 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
+    def receive_all_nowait(self) -> list[T]:
+        """Take every buffered event at once, oldest first, without waiting (no checkpoint).
+
+        The batch form of `receive_nowait` for a consumer that handles bursts: an empty list
+        means nothing is buffered; ``await anext(stream)`` then parks until the next event, or
+        ends the iteration once the stream is finished.
+
+        Raises:
+            trio.ClosedResourceError: The consumer closed the stream.
+        """
+        buf = self._buffer
+        if not buf:
+            if self._consumer_closed:
+                raise trio.ClosedResourceError("the event stream's consumer side was closed")
+            return []
+        events = list(buf)
+        buf.clear()
+        if self._writers:
+            self._writers.unpark_all()
+        return events
+
     def __aiter__(self) -> Self:
         return self
 
@@ -288,12 +337,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             if self._writers:
                 self._writers.unpark()  # max_buffer=0: the waiting producer hands over to us
             self._receiver = trio.lowlevel.current_task()
-
-            def abort(_: object) -> trio.lowlevel.Abort:
-                self._receiver = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+            park = self._park
+            if park is None:
+                park = self._park = Park(self._abort_receive)
+            await park
         if self._consumer_closed:
             raise trio.ClosedResourceError("the event stream's consumer side was closed")
         event = buf.popleft()
@@ -309,8 +356,13 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         """
         self._consumer_closed = True
         self._buffer.clear()
+        self._park = None
         self._writers.unpark_all()
         await trio.lowlevel.checkpoint()
+
+    def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
+        self._receiver = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def statistics(self) -> EventStreamStatistics:
         """Return a snapshot of the buffer and the stream's state."""

@@ -415,9 +415,9 @@ class FauxProvider:
         checkpoint every ``yield_every`` chunks; with 0 the provider yields only when the
         consumer is a whole buffer behind (the push waits for room).
         """
-        append = builder.append
+        append = builder.chunk_appender(index)
         snapshot = builder.snapshot
-        push_nowait = out.push_nowait
+        offer = out.offer
         chunks = _split(text, self._min, self._max, self._rng)
         tps = self._tps
         if tps is not None and tps > 0:
@@ -426,25 +426,25 @@ class FauxProvider:
             current_time = trio.current_time
             for chunk in chunks:
                 await wait_until(current_time() + _estimate_tokens(chunk) / tps)
-                append(index, chunk)
+                append(chunk)
                 item = event(content_index=index, delta=chunk, partial=snapshot())
-                try:
-                    push_nowait(item)
-                except trio.WouldBlock:
+                if not offer(item):
                     await out.push(item)
             return sent + len(chunks)
         every = self._yield_every
+        # A checkpoint before every ``every``-th chunk of the whole answer (counted across
+        # blocks by ``sent``); a countdown, not a modulo per chunk. 0: never (countdown < 0).
+        countdown = every - sent % every if every else -1
         for chunk in chunks:
-            sent += 1
-            if every and sent % every == 0:
+            countdown -= 1
+            if countdown == 0:
+                countdown = every
                 await trio.lowlevel.checkpoint()
-            append(index, chunk)
+            append(chunk)
             item = event(content_index=index, delta=chunk, partial=snapshot())
-            try:
-                push_nowait(item)
-            except trio.WouldBlock:
+            if not offer(item):
                 await out.push(item)
-        return sent
+        return sent + len(chunks)
 
     async def _stream_deltas(
         self, message: AssistantMessage, out: AssistantMessageEventStream

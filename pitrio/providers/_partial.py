@@ -362,6 +362,14 @@ class AssistantMessageBuilder:
         """Append text, reasoning or argument JSON to block ``index`` in O(len(delta))."""
         self._blocks[index].chunks.append(delta)
 
+    def chunk_appender(self, index: int) -> Callable[[str], None]:
+        """`append` to block ``index`` as one bound call (a streaming loop's per-token path).
+
+        Valid until `set_text` replaces the block; a producer that streams a block's deltas
+        and only then fixes its text may hold it for the deltas.
+        """
+        return self._blocks[index].chunks.append
+
     def text_of(self, index: int) -> str:
         """Return the whole text (or argument JSON) of block ``index`` so far."""
         block = self._blocks[index]

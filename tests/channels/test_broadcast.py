@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from pitrio.channels import (
+    DELIVERED,
     SUBSCRIPTION_BUFFER,
     Broadcast,
     BroadcastStatistics,
@@ -568,3 +571,33 @@ def test_block_subscriptions_see_every_event_in_order(max_buffers, n_events, rea
         return received
 
     assert trio.run(main) == [list(range(n_events))] * len(max_buffers)
+
+
+async def test_sync_callback_publishing_does_not_nest_a_delivery() -> None:
+    """A sync callback that calls publish on the same broadcast gets a queued publish: the
+    nested event is not delivered in the middle of the outer one's delivery."""
+    bus: Broadcast[int] = Broadcast()
+    seen: list[int] = []
+    nested: list[Any] = []
+
+    def first(event: int) -> None:
+        if event == 1:
+            nested.append(bus.publish(2))
+
+    bus.subscribe(first)
+    bus.subscribe(seen.append)
+    await bus.publish(1)
+    assert seen == [1]
+    nested[0].close()  # never awaited: the publish it stands for is dropped
+
+
+async def test_publish_to_sync_subscribers_is_done_during_the_call() -> None:
+    """With only sync callbacks and subscriptions with room, publish delivers during the call
+    and returns DELIVERED (nothing left to await)."""
+    bus: Broadcast[int] = Broadcast()
+    seen: list[int] = []
+    bus.subscribe(seen.append)
+    async with bus.open_subscription(max_buffer=4) as sub:
+        assert bus.publish(7) is DELIVERED
+        assert seen == [7]
+        assert sub.receive_nowait() == 7

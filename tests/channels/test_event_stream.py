@@ -309,3 +309,49 @@ def test_order_is_preserved_for_any_buffer_size(max_buffer, n_events, consumer_p
         return received
 
     assert trio.run(main) == [*events, Ev("done", n_events)]
+
+
+async def test_offer_buffers_until_full_then_refuses(autojump_clock):
+    """offer buffers while there is room, returns False on a full buffer without raising, and
+    receive_all_nowait hands the buffered events over in order and makes room again."""
+    stream = make_stream(max_buffer=2)
+    assert stream.offer(Ev("delta", 1))
+    assert stream.offer(Ev("delta", 2))
+    assert not stream.offer(Ev("delta", 3))
+    assert [e.value for e in stream.receive_all_nowait()] == [1, 2]
+    assert stream.receive_all_nowait() == []
+    assert stream.offer(Ev("delta", 3))
+    await stream.push(Ev("done", 9))
+    assert [e.kind for e in stream.receive_all_nowait()] == ["delta", "done"]
+    assert await stream.result() == 9
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+
+
+async def test_offer_wakes_a_waiting_consumer_and_is_dropped_after_the_end(autojump_clock):
+    """An offered event reaches a parked consumer; after end() offers are dropped silently."""
+    stream = make_stream(max_buffer=0)
+    received: list[Ev] = []
+
+    async def consume() -> None:
+        received.append(await anext(stream))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consume)
+        await trio.testing.wait_all_tasks_blocked()
+        assert stream.offer(Ev("delta", 5))  # rendezvous: the waiting consumer takes it
+    assert received == [Ev("delta", 5)]
+    stream.end(1)
+    assert stream.offer(Ev("delta", 6))
+    assert stream.receive_all_nowait() == []
+
+
+async def test_receive_all_nowait_unblocks_a_waiting_producer(autojump_clock):
+    """Taking the whole buffer lets a producer waiting for room go on."""
+    stream = make_stream(max_buffer=1)
+    stream.offer(Ev("delta", 1))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stream.push, Ev("delta", 2))
+        await trio.testing.wait_all_tasks_blocked()
+        assert [e.value for e in stream.receive_all_nowait()] == [1]
+    assert [e.value for e in stream.receive_all_nowait()] == [2]
