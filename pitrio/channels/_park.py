@@ -1,0 +1,58 @@
+"""`Park`: ``wait_task_rescheduled`` for a waiter that parks again and again, with nothing
+allocated per wait.
+
+``await trio.lowlevel.wait_task_rescheduled(abort)`` allocates a coroutine, a generator, the
+run loop's park message (with its ``__dict__``) and usually an abort closure, and all of them
+live as long as the wait. A stream consumer that parks once per token of a paced session keeps
+them alive for the pacing interval, long enough for the cyclic garbage collector to walk them
+through its generations: with thousands of paced sessions that was a good part of the
+collector's work. A `Park` is made once per waiter with its abort callback; awaiting it
+yields the same message to the run loop every time and takes the outcome back in `send`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any, cast
+
+import trio
+
+_WaitTaskRescheduled: Any
+try:  # the message wait_task_rescheduled yields to the run loop (the same since trio 0.x)
+    from trio._core._traps import WaitTaskRescheduled as _WaitTaskRescheduled
+except ImportError:  # pragma: no cover - a trio that moved it: the public path
+    _WaitTaskRescheduled = None
+
+
+class Park:
+    """A reusable ``wait_task_rescheduled(abort)``: ``await park`` returns the value the task
+    is rescheduled with (or raises its error), exactly as ``wait_task_rescheduled`` does.
+
+    One task awaits it at a time; the same rules as ``wait_task_rescheduled`` apply
+    (``trio.lowlevel.reschedule`` exactly once per wait, or ``abort`` returning SUCCEEDED).
+    """
+
+    __slots__ = ("_abort", "_message")
+
+    def __init__(self, abort: Callable[[Any], trio.lowlevel.Abort]) -> None:
+        self._abort = abort
+        self._message: Any = _WaitTaskRescheduled(abort) if _WaitTaskRescheduled else None
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        if self._message is None:  # pragma: no cover - see the import above
+            return trio.lowlevel.wait_task_rescheduled(self._abort).__await__()
+        return cast("Generator[Any, Any, Any]", self)
+
+    # The rest of the generator protocol, by hand (a generator would be an object per wait).
+
+    def __next__(self) -> Any:
+        return self._message  # the run loop records the abort callback and parks the task
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration(value.unwrap())  # the outcome the task was rescheduled with
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise val if val is not None else typ
+
+    def close(self) -> None:
+        pass
