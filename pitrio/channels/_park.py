@@ -40,7 +40,8 @@ class Park:
 
     def __await__(self) -> Generator[Any, Any, Any]:
         if self._message is None:  # pragma: no cover - see the import above
-            return trio.lowlevel.wait_task_rescheduled(self._abort).__await__()
+            # __await__ hands on the coroutine's own iterator: the caller's await drives it.
+            return trio.lowlevel.wait_task_rescheduled(self._abort).__await__()  # noqa: ASYNC105
         return cast("Generator[Any, Any, Any]", self)
 
     # The rest of the generator protocol, by hand (a generator would be an object per wait).
