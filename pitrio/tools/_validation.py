@@ -15,7 +15,7 @@ import re
 import weakref
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 import orjson
@@ -23,6 +23,7 @@ import orjson
 from pitrio.providers import ToolCall
 from pitrio.tools._codec import TOOLS_CODEC
 from pitrio.tools._exceptions import SchemaViolation, ToolArgumentsInvalid, ToolSchemaInvalid
+from pitrio.tools._fast_check import Check, compile_fast_check
 from pitrio.tools._tool import AgentTool
 
 SCHEMA_CACHE: Final = 256
@@ -70,6 +71,9 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
     """
     received = tool.prepare_arguments(copy.deepcopy(tool_call.arguments))
     validator = _validators.get(tool)
+    fast = _fast_checks.get(validator)
+    if fast is not None and fast(received):
+        return cast(dict[str, Any], received)  # valid, and coercion would change nothing
     # _coerce builds new containers and never mutates `received`, which the message shows.
     coerced = _coerce(received, validator.schema, validator)
     violations = tuple(_violation(error) for error in validator.iter_errors(coerced))
@@ -169,6 +173,27 @@ def _compile(tool_name: str, schema: Any) -> Any:
 
 
 _validators: Final = _ValidatorCache()
+
+
+class _FastChecks:
+    """Each validator's compiled fast check (`compile_fast_check`), or None if its schema is
+    outside the simple subset; at most `SCHEMA_CACHE` validators, oldest first out."""
+
+    def __init__(self) -> None:
+        self._checks: dict[int, tuple[Any, Check | None]] = {}
+
+    def get(self, validator: Any) -> Check | None:
+        found = self._checks.get(id(validator))
+        if found is not None and found[0] is validator:
+            return found[1]
+        check = compile_fast_check(validator.schema)
+        if len(self._checks) >= SCHEMA_CACHE:
+            del self._checks[next(iter(self._checks))]
+        self._checks[id(validator)] = (validator, check)
+        return check
+
+
+_fast_checks: Final = _FastChecks()
 
 
 # --------------------------------------------------------------------------- coercion
