@@ -247,7 +247,9 @@ def _with_usage_estimate(
     context: Context,
     options: StreamOptions,
     prompt_cache: dict[str, str],
+    **changes: Any,
 ) -> AssistantMessage:
+    """``message`` with pi's usage estimate (and ``changes``), in one copy."""
     prompt_text = serialize_context(context)
     prompt_tokens = _estimate_tokens(prompt_text)
     output_tokens = _estimate_tokens(_assistant_text(message.content))
@@ -271,7 +273,7 @@ def _with_usage_estimate(
         total_tokens=input_tokens + output_tokens + cache_read + cache_write,
         cost=Cost(),
     )
-    return attrs.evolve(message, usage=usage)
+    return attrs.evolve(message, usage=usage, **changes)
 
 
 # --------------------------------------------------------------------------- the provider
@@ -394,8 +396,15 @@ class FauxProvider:
             resolved = step
         else:
             resolved = await maybe_await(step(context, options, self.state, model))
-        message = attrs.evolve(resolved, api=self.api, provider=self.provider, model=model.id)
-        message = _with_usage_estimate(message, context, options, self._prompt_cache)
+        message = _with_usage_estimate(
+            resolved,
+            context,
+            options,
+            self._prompt_cache,
+            api=self.api,
+            provider=self.provider,
+            model=model.id,
+        )
         await self._stream_deltas(message, out)
 
     async def _deltas(
