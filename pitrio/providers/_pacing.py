@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import weakref
 from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, Final, cast
 
@@ -67,15 +68,19 @@ class Pacer:
     hand-over).
     """
 
-    __slots__ = ("_clock", "_entry", "_message", "_sub", "_task")
+    __slots__ = ("__weakref__", "_clock", "_entry", "_message", "_sub", "_task")
 
     def __init__(self, clock: PacingClock) -> None:
         self._clock = clock
         self._task: trio.lowlevel.Task | None = None
         self._entry: _Entry = [0.0, 0, None]
         self._sub: Coroutine[Any, Any, None] | None = None
+        # The park message's abort reaches the pacer through a weak reference: a strong one
+        # would be a cycle, and the pacer (with the stream's task, its nursery and scopes
+        # until the task is gone) would wait for a full collection instead of dying with the
+        # block.
         self._message: Any = (
-            _WaitTaskRescheduled(self._abort) if _WaitTaskRescheduled is not None else None
+            _WaitTaskRescheduled(_AbortRef(self)) if _WaitTaskRescheduled is not None else None
         )
 
     def until(self, due: float) -> Awaitable[None]:
@@ -128,11 +133,13 @@ class Pacer:
                 self._sub = None
                 raise
         if value is _WAKE:
+            self._task = None
             raise StopIteration
         if value is _LEAD:
             self._sub = self._clock._lead(self)
             return self.send(None)
         # Error(Cancelled) after _abort (or another outcome): raise it or return its value.
+        self._task = None
         raise StopIteration(value.unwrap())
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
@@ -149,6 +156,20 @@ class Pacer:
         sub, self._sub = self._sub, None
         if sub is not None:
             sub.close()
+
+
+class _AbortRef:
+    """A pacer's abort callback that does not keep the pacer alive."""
+
+    __slots__ = ("_pacer",)
+
+    def __init__(self, pacer: Pacer) -> None:
+        self._pacer = weakref.ref(pacer)
+
+    def __call__(self, raise_cancel: object) -> trio.lowlevel.Abort:
+        pacer = self._pacer()
+        assert pacer is not None  # a parked pacer is referenced by its waiting coroutine
+        return pacer._abort(raise_cancel)
 
 
 class PacingClock:
@@ -198,6 +219,7 @@ class PacingClock:
             if entry[2] is not None:  # cancelled: the entry stays in the heap, dead
                 entry[2] = None
                 me._entry = [0.0, 0, None]
+            me._task = None
             self._leader = None
             self._promote()
 
