@@ -85,7 +85,7 @@ def jobs(quick: bool) -> list[Job]:
     runs = "3" if quick else "10"
 
     def loop(mode: str, *extra: str) -> Job:
-        suffix = "_y0" if extra else ""
+        suffix = "_y1" if extra else ""
         job = Job(
             f"loop_overhead/{mode}{suffix}",
             (
@@ -100,7 +100,7 @@ def jobs(quick: bool) -> list[Job]:
 
     return [
         loop("reset"),
-        loop("reset", "--yield-every", "0"),
+        loop("reset", "--yield-every", "1"),
         loop("provider"),
         loop("session"),
         loop("session-accumulate"),
@@ -155,8 +155,8 @@ def rows(quick: bool) -> list[Row]:
     return [
         Row("Agent loop reset, prompts/s (1)", "loop_overhead/reset", key("prompts_per_s"),
             key("prompts_per_s"), True),
-        Row("  same, pitrio with --yield-every 0 (1)", "loop_overhead/reset", key("prompts_per_s"),
-            key("prompts_per_s"), True, pitrio_job="loop_overhead/reset_y0"),
+        Row("  same, pitrio with a checkpoint per delta (1)", "loop_overhead/reset",
+            key("prompts_per_s"), key("prompts_per_s"), True, pitrio_job="loop_overhead/reset_y1"),
         Row("faux provider alone, µs per LLM call (1)", "loop_overhead/provider", per_call,
             per_call, False),
         Row("fresh AgentSession per prompt, prompts/s (1)", "loop_overhead/session",

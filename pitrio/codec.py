@@ -68,7 +68,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from pitrio._exceptions import PitrioError
 from pitrio._exceptions import UsageError as _UsageError
-from pitrio._fast_init import speed_up_frozen_init
+from pitrio._fast_init import speed_up_frozen_init as _speed_up_frozen_init
 from pitrio._wire_fast import fast_structure_fn as _fast_structure_fn
 from pitrio._wire_fast import live_lookup as _live_lookup
 
@@ -127,7 +127,7 @@ def wire(cls: _C) -> _C:
     if EXTRA not in attrs.fields_dict(cls):
         raise TypeError(f"wire type {cls.__name__} needs an 'extra' attribute")
     setattr(cls, _WIRE_FLAG, True)
-    speed_up_frozen_init(cast(type, cls))
+    _speed_up_frozen_init(cast(type, cls))
     return cls
 
 
