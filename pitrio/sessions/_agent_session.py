@@ -21,7 +21,9 @@ The session wraps a :class:`~pitrio.actors.Agent` and adds, as pi-coding-agent's
 * the user's own shell commands (pi's ``!cmd`` / ``!!cmd``: :meth:`~AgentSession.execute_bash`),
   recorded as ``bashExecution`` messages (:mod:`._user_bash`);
 * events numbered per session (``seq``) and kept in a replay ring, so a client can resume with
-  :meth:`AgentSession.events` ``(from_seq=N)``.
+  :meth:`AgentSession.events` ``(from_seq=N)``. The ring keeps events from the first moment a
+  cursor could exist (the first :meth:`~AgentSession.events` or read of ``seq``): a session
+  heard only by callbacks keeps no event alive per token.
 
 This class is the facade: each method sends a command (:mod:`._session_commands`) to the
 session's actor (:class:`~pitrio.sessions._session_actor.SessionActor`, which owns the state)
@@ -132,7 +134,9 @@ class AgentSession(UserBashMethods):
             ``streaming_behavior``: ``"reject"`` (pi's error, default), ``"steer"``,
             ``"follow_up"`` or ``"interrupt"`` (abort the run, then run the prompt).
         replay_ring: how many events to keep for :meth:`events` ``(from_seq=...)`` (default:
-            the ``replayRingSize`` setting, else :data:`~pitrio.channels.REPLAY_RING`).
+            the ``replayRingSize`` setting, else :data:`~pitrio.channels.REPLAY_RING`), from
+            the first :meth:`events` or read of :attr:`seq` on (before that no reader can
+            hold a cursor, and an older cursor gets a snapshot).
         skills, prompt_templates: what ``/skill:name args`` and ``/template args`` expand
             with, in :meth:`prompt`, :meth:`steer` and :meth:`follow_up` (default: none, the
             text is sent as written); the command line passes its loaded resources.

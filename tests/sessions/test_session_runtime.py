@@ -173,6 +173,27 @@ def _drain(events: Any) -> Any:
             return
 
 
+async def test_events_are_kept_for_replay_only_once_a_cursor_was_handed_out() -> None:
+    """Callbacks alone leave nothing in the ring (an early cursor gets a snapshot); once seq
+    was read, a reader resuming from it gets every later event."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("one two"), reply("three four")])
+    async with open_session(faux, registry) as session:
+        heard: list[Any] = []
+        session.subscribe(heard.append)
+        await session.prompt("a")
+        assert heard
+        cursor = session.seq
+        async with session.events(from_seq=0) as early:
+            first = early.receive_nowait()
+            assert isinstance(first, Snapshot) and first.seq == cursor
+        await session.prompt("b")
+        async with session.events(from_seq=cursor) as events:
+            rest = list(_drain(events))
+    assert [item.seq for item in rest] == list(range(cursor + 1, session.seq + 1))
+    assert [item.event.type for item in rest][-1] == "agent_end"
+
+
 async def test_a_cursor_that_left_the_ring_gets_a_snapshot_then_live_events() -> None:
     """With a small ring, an old cursor is answered with the session's state to rebuild from."""
     faux, registry = make_faux()
