@@ -709,6 +709,110 @@ class EventLog(Generic[T]):
             else:
                 self._locked = False
 
+    def deliver(self, event: T) -> Awaitable[int] | None:
+        """`publish` without a coroutine when nothing has to wait: return None if ``event``
+        was numbered, kept and delivered to everyone during the call, else an awaitable that
+        finishes the delivery (await it straight away: until it completes, later publishes
+        queue behind it).
+
+        The per-token path of a session: a ``message_update`` whose subscriptions have room
+        and whose callbacks are synchronous costs a few calls, no coroutine and no
+        checkpoint. Same order, seq, error handling and cancellation as `publish`.
+
+        Raises:
+            trio.ClosedResourceError: The log was closed before the call.
+        """
+        if self._closed:
+            raise trio.ClosedResourceError("the event log was closed")
+        if self._locked or self._pending:
+            return self.publish(event)  # queued, re-entrant or with a backlog: the full path
+        self._locked = True
+        try:
+            seq = self._seq = self._seq + 1
+            if self._keep:
+                item = Sequenced(seq, event, self._encode)
+                ring = self._ring
+                if ring is None:
+                    ring = self._ring = deque(maxlen=self._ring_size)
+                ring.append(item)
+                subscriptions = self._subscriptions
+                for index, subscription in enumerate(subscriptions):
+                    if subscription._state == _OPEN and not subscription._offer(item):
+                        return self._finish(event, seq, subscriptions[index:], item, None, None)
+            callbacks = self._callbacks
+            index = 0
+            for entry in callbacks:
+                index += 1
+                if not entry.active:
+                    continue
+                try:
+                    awaitable = entry.callback(event)
+                except Exception:
+                    log.exception("subscriber_failed", subscriber=entry.callback)
+                    continue
+                if awaitable is not None:  # _finish takes the lock over
+                    return self._finish(event, seq, (), None, callbacks[index:], (entry, awaitable))
+        except BaseException:
+            self._unlock()
+            raise
+        self._unlock()
+        return None
+
+    async def _finish(
+        self,
+        event: T,
+        seq: int,
+        blocked: tuple[EventLogSubscription[T], ...],
+        item: Sequenced[T] | None,
+        rest: tuple[_Callback[T], ...] | None,
+        waiting: tuple[_Callback[T], Awaitable[Any]] | None,
+    ) -> int:
+        # Holds the lock taken by deliver: what deliver could not do in the call, then the
+        # rest in publish's order (subscriptions, callbacks, events callbacks published).
+        try:
+            if item is not None:
+                for subscription in blocked:
+                    if subscription._state == _OPEN and not subscription._offer(item):
+                        await subscription._put_blocking(item)
+            if waiting is not None:
+                entry, awaitable = waiting
+                self._holder = trio.lowlevel.current_task()
+                try:
+                    await awaitable
+                except Exception:
+                    log.exception("subscriber_failed", subscriber=entry.callback)
+                finally:
+                    self._holder = None
+            pending = self._pending
+            callbacks = self._callbacks if rest is None else rest
+            while True:
+                for entry in callbacks:
+                    if not entry.active:
+                        continue
+                    try:
+                        returned = entry.callback(event)
+                        if returned is not None:
+                            self._holder = trio.lowlevel.current_task()
+                            try:
+                                await returned
+                            finally:
+                                self._holder = None
+                    except Exception:
+                        log.exception("subscriber_failed", subscriber=entry.callback)
+                if not pending:
+                    return seq
+                event = pending.pop(0)
+                callbacks = self._callbacks
+        finally:
+            self._unlock()
+
+    def _unlock(self) -> None:
+        waiting = self._waiting_publishers
+        if waiting:
+            waiting.unpark()  # the lock passes to it: _locked stays True
+        else:
+            self._locked = False
+
     async def _publish_from_callback(self, event: T) -> int:
         # The publisher's own task, inside a callback: number the event and hand it to the
         # subscriptions now; the running publish hands it to the callbacks after the current

@@ -538,11 +538,12 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
 
     def _deliver_agent_event(self, event: AgentEvent) -> Awaitable[Any] | None:
         # The agent's one subscriber. A plain function: a message_update with no hook to run
-        # hands the event log's publish straight to the agent's bus, one coroutine per token
-        # instead of two (the bus awaits what a callback returns).
+        # goes to the event log's deliver, which returns None when every listener took it
+        # during the call (the agent's bus then has nothing to await: no coroutine per token),
+        # else what finishes the delivery, which the bus awaits.
         if type(event) is MessageUpdateEvent and not self._agent_event_hook:
             event_log = self.log
-            return None if event_log.closed else event_log.publish(event)
+            return None if event_log.closed else event_log.deliver(event)
         return self._on_agent_event(event)
 
     async def _on_agent_event(self, event: AgentEvent) -> None:

@@ -863,3 +863,47 @@ async def test_a_ring_on_demand_replays_everything_after_the_first_cursor(hand_o
         await log.publish(i)
     async with log.open_subscription(from_seq=cursor) as sub:
         assert [(item.seq, item.event) for item in drain(sub)] == [(2, 2), (3, 3), (4, 4)]
+
+
+# -- deliver ---------------------------------------------------------------------------------
+
+
+async def test_deliver_to_sync_listeners_finishes_in_the_call():
+    """With sync callbacks and subscriptions with room, deliver numbers, keeps and delivers
+    the event during the call and returns None."""
+    seen: list[tuple[int, int]] = []
+    log: EventLog[int] = EventLog()
+    log.subscribe(lambda event: seen.append((log.seq, event)))
+    async with log.open_subscription() as sub:
+        assert log.deliver(7) is None
+        assert log.deliver(8) is None
+        assert [(item.seq, item.event) for item in drain(sub)] == [(1, 7), (2, 8)]
+    assert seen == [(1, 7), (2, 8)]
+
+
+async def test_deliver_hands_what_waits_to_its_awaitable_and_keeps_the_order(
+    autojump_clock: trio.testing.MockClock,
+):
+    """An async callback (or a full "block" subscription) is finished by the awaitable deliver
+    returns; the callbacks after it, and a publish from another task, follow in order."""
+    seen: list[str] = []
+    log: EventLog[int] = EventLog()
+
+    async def slow(event: int) -> None:
+        await trio.sleep(1)
+        seen.append(f"slow {event}")
+
+    log.subscribe(slow)
+    log.subscribe(lambda event: seen.append(f"sync {event}"))
+    async with log.open_subscription(max_buffer=1) as sub, trio.open_nursery() as nursery:
+        pending = log.deliver(1)
+        assert pending is not None
+        assert seen == []
+        nursery.start_soon(log.publish, 2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert await pending == 1
+        await trio.testing.wait_all_tasks_blocked()
+        assert drain(sub)[0].seq == 1  # the second event waits for room: "block"
+        await trio.sleep(5)
+        assert [item.seq for item in drain(sub)] == [2]
+    assert seen == ["slow 1", "sync 1", "slow 2", "sync 2"]
