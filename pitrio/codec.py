@@ -428,6 +428,16 @@ class WireCodec:
                 hooks[cls] = (getattr(hook, "fast", None), hook)
                 return hook(data, cls)
 
+            def member_fast(cls: type) -> Callable[[Any], Any] | None:
+                member = hooks.get(cls)
+                if member is None:
+                    hook = conv.get_structure_hook(cls)
+                    member = hooks[cls] = (getattr(hook, "fast", None), hook)
+                return member[0]
+
+            # For the generated functions of classes with a field of this union, which
+            # dispatch inline (pitrio._wire_fast) and call this hook for anything else.
+            structure.tagged = (tag, lookup, member_fast)  # type: ignore[attr-defined]
             return structure
 
         def unstructure_factory(_: Any, conv: cattrs.Converter) -> Callable[[Any], Any]:
@@ -493,6 +503,7 @@ class WireCodec:
                 name = getattr(cls, "__name__", repr(cls))
                 raise WireFormatError(f"{name}: {_describe(exc)}", type_name=name) from exc
 
+        decode.tagged = getattr(hook, "tagged", None)  # type: ignore[attr-defined]  # see union
         return decode
 
     @overload

@@ -8,11 +8,15 @@ are fixed attributes, not constructor arguments.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
 from pitrio.codec import extra_field, wire
+
+_SHARED: Final = {"shared": True}
+"""Field metadata: values that repeat from message to message are decoded as one shared string
+each (see ``pitrio._wire_fast.SHARED``)."""
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 ThinkingLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
@@ -70,7 +74,7 @@ class ToolCall:
 
     type: Literal["toolCall"] = attrs.field(default="toolCall", init=False)
     id: str
-    name: str
+    name: str = attrs.field(metadata=_SHARED)
     arguments: dict[str, Any] = attrs.field(factory=dict)
     thought_signature: str | None = None
     """Google-specific: the thought signature that must accompany the call on replay."""
@@ -158,10 +162,11 @@ class AssistantMessage:
 
     role: Literal["assistant"] = attrs.field(default="assistant", init=False)
     content: tuple[AssistantContentBlock, ...] = attrs.field(converter=_assistant_content)
-    api: Api
-    provider: str
-    model: str
-    response_model: str | None = None
+    # Values that repeat from message to message: decoded as one shared string each.
+    api: Api = attrs.field(metadata=_SHARED)
+    provider: str = attrs.field(metadata=_SHARED)
+    model: str = attrs.field(metadata=_SHARED)
+    response_model: str | None = attrs.field(default=None, metadata=_SHARED)
     response_id: str | None = None
     diagnostics: list[dict[str, Any]] | None = None
     usage: Usage = EMPTY_USAGE
@@ -186,7 +191,7 @@ class ToolResultMessage:
 
     role: Literal["toolResult"] = attrs.field(default="toolResult", init=False)
     tool_call_id: str
-    tool_name: str
+    tool_name: str = attrs.field(metadata=_SHARED)
     content: tuple[UserContentBlock, ...] = attrs.field(converter=_result_content)
     details: Any = None
     is_error: bool

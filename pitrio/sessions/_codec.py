@@ -18,7 +18,7 @@ is no second decoder beside it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
 from pitrio.actors._codec import ACTORS_CODEC, register_agent_messages
@@ -40,13 +40,15 @@ def _unknown_entry(data: Mapping[str, Any]) -> UnknownEntry:
     return UnknownEntry(dict(data))
 
 
+_ENTRY_TYPES: Final[Mapping[str, type]] = {**ENTRY_TYPES, **CONTEXT_ENTRY_TYPES}
+
+
 def _build() -> WireCodec:
     codec = make_codec(ACTORS_CODEC, name="sessions")
     register_agent_messages(codec, SESSION_MESSAGE_TYPES)
     codec.register_type(UnknownEntry, encode=lambda entry: dict(entry.data))
     codec.register_tagged_union(ContextPatchOp, "op", dict(CONTEXT_PATCH_OP_TYPES))
-    entry_types = {**ENTRY_TYPES, **CONTEXT_ENTRY_TYPES}
-    codec.register_tagged_union(SessionEntry, "type", entry_types, fallback=_unknown_entry)
+    codec.register_tagged_union(SessionEntry, "type", _ENTRY_TYPES, fallback=_unknown_entry)
     codec.register_tagged_union(AgentSessionEvent, "type", AGENT_SESSION_EVENT_TYPES)
     return codec.seal()
 
@@ -57,10 +59,33 @@ SESSIONS_CODEC: Final = _build()
 _decode_entry: Final = SESSIONS_CODEC.decoder(SessionEntry)
 
 
+def _entry_builders() -> dict[Any, Callable[[Any], Any]]:
+    """Entry ``type`` -> the generated function that builds that entry class from a ``dict``
+    (the codec's fast path, see :mod:`pitrio._wire_fast`)."""
+    _, _, member_fast = getattr(_decode_entry, "tagged")  # noqa: B009  # see WireCodec.decoder
+    builders: dict[Any, Callable[[Any], Any]] = {}
+    for tag, cls in _ENTRY_TYPES.items():
+        fast = member_fast(cls)
+        if fast is not None:
+            builders[tag] = fast
+    return builders
+
+
+_ENTRY_BUILDERS: Final = _entry_builders()
+
+
 def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
     """Decode one session entry (the JSON object of a line after the header).
 
     Raises:
         WireFormatError: the object does not have the shape of its entry type.
     """
+    if type(data) is dict:
+        # The entry class's generated function, straight from the tag; whatever it does not
+        # build (an unknown type, an unusual shape) goes through the codec's union, which
+        # gives the same entry or the error.
+        try:
+            return cast(SessionEntry, _ENTRY_BUILDERS[data.get("type")](data))
+        except Exception:
+            pass
     return cast(SessionEntry, _decode_entry(data))

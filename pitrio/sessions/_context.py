@@ -89,14 +89,18 @@ def path_to_root(
         SessionTreeCycle: the ``parentId`` links loop (a damaged file).
     """
     path: list[SessionEntry] = []
+    append = path.append
+    get = by_id.get
     current = start
-    limit = len(by_id) + 1
-    while current is not None:
-        path.append(current)
-        if len(path) > limit:
-            raise SessionTreeCycle(path[0].id)
+    # A path longer than the whole tree can only be a loop.
+    for _ in range(len(by_id) + 2):
+        if current is None:
+            break
+        append(current)
         parent = current.parent_id
-        current = by_id.get(parent) if parent else None
+        current = get(parent) if parent else None
+    else:
+        raise SessionTreeCycle(path[0].id)
     path.reverse()
     return path
 
@@ -153,33 +157,42 @@ def build_session_context(
         leaf = entries[-1]
     path = path_to_root(leaf, by_id)
 
+    # One pass collects the messages, the thinking level and the model; a compaction on the
+    # path (rare) has the messages collected again from its first kept entry.
     thinking_level = "off"
-    model: ContextModel | None = None
+    model_source: AssistantMessage | ModelChangeEntry | None = None
     compaction_index = -1
-    for index, entry in enumerate(path):
-        if type(entry) is SessionMessageEntry:
-            message = entry.message
-            if type(message) is AssistantMessage:
-                model = ContextModel(provider=message.provider, model_id=message.model)
-        elif type(entry) is ThinkingLevelChangeEntry:
-            thinking_level = entry.thinking_level
-        elif type(entry) is ModelChangeEntry:
-            model = ContextModel(provider=entry.provider, model_id=entry.model_id)
-        elif type(entry) is CompactionEntry:
-            compaction_index = index
-
     messages: list[AgentMessage] = []
-    if compaction_index < 0:
-        for entry in path:
+    append = messages.append
+    for index, entry in enumerate(path):
+        kind = type(entry)
+        if kind is SessionMessageEntry:
+            message = entry.message  # type: ignore[union-attr]
+            append(message)
+            if type(message) is AssistantMessage:
+                model_source = message
+        elif kind is ThinkingLevelChangeEntry:
+            thinking_level = entry.thinking_level  # type: ignore[union-attr]
+        elif kind is ModelChangeEntry:
+            model_source = entry  # type: ignore[assignment]
+        elif kind is CompactionEntry:
+            compaction_index = index
+        else:
             _append_message(messages, entry)
-    else:
+    model: ContextModel | None = None
+    if type(model_source) is AssistantMessage:
+        model = ContextModel(provider=model_source.provider, model_id=model_source.model)
+    elif type(model_source) is ModelChangeEntry:
+        model = ContextModel(provider=model_source.provider, model_id=model_source.model_id)
+
+    if compaction_index >= 0:
         compaction = path[compaction_index]
         assert isinstance(compaction, CompactionEntry)
-        messages.append(
+        messages = [
             create_compaction_summary_message(
                 compaction.summary, compaction.tokens_before, compaction.timestamp
             )
-        )
+        ]
         kept = False
         for entry in path[:compaction_index]:
             if entry.id == compaction.first_kept_entry_id:

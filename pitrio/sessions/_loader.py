@@ -13,10 +13,11 @@ the file's write lock first (see :mod:`._files`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, cast
 
 import attrs
+import orjson
 import structlog
 
 from pitrio.codec import WireFormatError, loads
@@ -88,41 +89,80 @@ class _Lines:
         self.data = data
         self.problems: list[LoadProblem] = []
         self.good_size = len(data)
-
-    def __iter__(self) -> Iterator[tuple[int, Any]]:
-        path = self.path
-        lines = self.data.split(b"\n")
-        last = len(lines) - 1
-        while last >= 0 and (not lines[last] or lines[last].isspace()):
+        self.lines = data.split(b"\n")
+        last = len(self.lines) - 1
+        while last >= 0 and (not self.lines[last] or self.lines[last].isspace()):
             last -= 1
-        seen_header = False
-        offset = 0
-        for index, line in enumerate(lines):
-            start = offset
-            offset += len(line) + 1
+        self.last = last
+        """Index of the last line that is not blank."""
+        self.next = 0
+        """Index of the first line not read yet."""
+
+    def header(self) -> tuple[int, Any]:
+        """The first line that is not blank, parsed: ``(line number, object)``, or ``(0,
+        None)`` for a file without lines.
+
+        Raises:
+            SessionFileCorrupt: it is not a session header.
+        """
+        lines = self.lines
+        for index in range(self.last + 1):
+            line = lines[index]
             if not line or line.isspace():
                 continue
+            self.next = index + 1
             try:
                 obj = loads(line)
             except ValueError as exc:
-                if not seen_header:
-                    # No header before it: a foreign file, or a header torn by a crash.
-                    # Either way nothing here may be overwritten.
-                    raise SessionFileCorrupt(path, index + 1, f"{_NOT_A_SESSION} ({exc})") from exc
-                if index == last:
-                    self.good_size = start
-                    detail = f"torn last line skipped ({len(line)} bytes): {exc}"
-                    self.problems.append(LoadProblem(path, index + 1, "torn_last_line", detail))
-                    return
-                raise SessionFileCorrupt(path, index + 1, f"not valid JSON: {exc}") from exc
+                # No header before it: a foreign file, or a header torn by a crash. Either
+                # way nothing here may be overwritten.
+                raise SessionFileCorrupt(self.path, index + 1, f"{_NOT_A_SESSION} ({exc})") from exc
             if not isinstance(obj, dict):
-                reason = "expected a JSON object" if seen_header else _NOT_A_SESSION
-                raise SessionFileCorrupt(path, index + 1, f"{reason}, got {line[:80]!r}")
-            if not seen_header:
-                if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
-                    raise SessionFileCorrupt(path, index + 1, _NOT_A_SESSION)
-                seen_header = True
-            yield index + 1, obj
+                raise SessionFileCorrupt(
+                    self.path, index + 1, f"{_NOT_A_SESSION}, got {line[:80]!r}"
+                )
+            if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
+                raise SessionFileCorrupt(self.path, index + 1, _NOT_A_SESSION)
+            return index + 1, obj
+        self.next = len(lines)
+        return 0, None
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        """The lines after the header: ``(line number, object)``."""
+        for index in range(self.next, self.last + 1):
+            obj = self.parse(index)
+            if obj is not None:
+                yield index + 1, obj
+
+    def parse(self, index: int) -> dict[str, Any] | None:
+        """Line ``index`` (after the header) parsed; ``None`` for a blank line or a torn last
+        line (noted in ``problems``).
+
+        Raises:
+            SessionFileCorrupt: the line is not JSON (and not the last), or not an object.
+        """
+        line = self.lines[index]
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if not line or line.isspace():
+                return None
+            try:
+                obj = loads(line)  # JSON from JavaScript may escape a lone surrogate
+            except ValueError as exc:
+                if index == self.last:
+                    self.good_size = sum(len(before) + 1 for before in self.lines[:index])
+                    detail = f"torn last line skipped ({len(line)} bytes): {exc}"
+                    self.problems.append(
+                        LoadProblem(self.path, index + 1, "torn_last_line", detail)
+                    )
+                    return None
+                raise SessionFileCorrupt(self.path, index + 1, f"not valid JSON: {exc}") from exc
+        if type(obj) is not dict:
+            raise SessionFileCorrupt(
+                self.path, index + 1, f"expected a JSON object, got {line[:80]!r}"
+            )
+        return cast(dict[str, Any], obj)
 
 
 def load_session_file(
@@ -164,16 +204,14 @@ def _load(
     path: str, data: bytes, new_id: Callable[[], str], rewrite_migrated: bool
 ) -> LoadedSession:
     lines = _Lines(path, data)
-    parsed = iter(lines)
-    first_line, first = next(parsed, (0, None))
+    first_line, first = lines.header()
     if first is None:
         return LoadedSession(path, None, [], (), False, FileTail(len(data), len(data)))
     migrated = session_version([first]) < CURRENT_SESSION_VERSION
     raws: list[Any] | None = None
-    rest: Iterable[tuple[int, Any]] = parsed
     if migrated:
         # Old files are rare and small: migrate them whole, as the migrations expect.
-        rest = list(parsed)
+        rest = list(lines)
         raws = [first, *(obj for _, obj in rest)]
         migrate_session_entries(raws, new_id)
     try:
@@ -181,19 +219,15 @@ def _load(
     except WireFormatError as exc:
         raise SessionFileCorrupt(path, first_line, str(exc)) from exc
 
-    entries: list[SessionEntry] = []
-    append = entries.append
     problems = lines.problems
-    for line_no, obj in rest:
-        if obj.get("type") == "session":
-            problems.append(
-                LoadProblem(path, line_no, "extra_header", "a second session header was skipped")
-            )
-            continue
-        try:
-            append(decode_entry(obj))
-        except WireFormatError as exc:
-            raise SessionFileCorrupt(path, line_no, str(exc)) from exc
+    if raws is None:
+        entries = _decode_lines(lines)
+    else:
+        entries = []
+        for line_no, obj in rest:
+            entry = _decode(path, line_no, obj, problems)
+            if entry is not None:
+                entries.append(entry)
     for problem in problems:
         if problem.kind == "torn_last_line":
             log.warning(
@@ -209,3 +243,46 @@ def _load(
         log.info("session_file_migrated", path=path)
     problems.sort(key=lambda problem: problem.line_no)
     return LoadedSession(path, header, entries, tuple(problems), migrated, tail)
+
+
+def _decode_lines(lines: _Lines) -> list[SessionEntry]:
+    """Parse and decode the lines after the header, each line's JSON dropped once decoded.
+
+    The loop of a session load (every line of a long session goes through it): the common
+    line, a JSON object that decodes, takes no call beyond parsing and decoding it.
+    """
+    entries: list[SessionEntry] = []
+    append = entries.append
+    source = lines.lines
+    parse = orjson.loads
+    decode = decode_entry
+    for index in range(lines.next, lines.last + 1):
+        try:
+            obj = parse(source[index])
+            if type(obj) is dict and obj.get("type") != "session":
+                append(decode(obj))
+                continue
+        except Exception:
+            pass
+        # Anything else (a blank, torn, damaged or foreign line, a second header, an entry
+        # that does not decode) is sorted out, or reported, line by line.
+        obj = lines.parse(index)
+        if obj is not None:
+            entry = _decode(lines.path, index + 1, obj, lines.problems)
+            if entry is not None:
+                append(entry)
+    return entries
+
+
+def _decode(
+    path: str, line_no: int, obj: dict[str, Any], problems: list[LoadProblem]
+) -> SessionEntry | None:
+    if obj.get("type") == "session":
+        problems.append(
+            LoadProblem(path, line_no, "extra_header", "a second session header was skipped")
+        )
+        return None
+    try:
+        return decode_entry(obj)
+    except WireFormatError as exc:
+        raise SessionFileCorrupt(path, line_no, str(exc)) from exc
