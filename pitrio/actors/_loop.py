@@ -391,11 +391,12 @@ class LoopController:
                 while final is None:
                     batch = receive_all()
                     if not batch:
-                        try:
-                            batch = [await anext(stream)]
-                        except StopAsyncIteration:
+                        if stream.exhausted:
                             final = await stream.result()
                             break
+                        # Parks with no coroutine per wait (a paced stream: one per token).
+                        await stream.wait_readable()
+                        continue
                     for event in batch:
                         if type(event) in _UPDATE_KINDS:
                             if started:

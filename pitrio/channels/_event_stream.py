@@ -8,14 +8,14 @@ without limit.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Self, TypeVar
 
 import attrs
 import trio
 
 from ._exceptions import StreamEndedWithoutResult
-from ._park import Park
+from ._park import READY, Park
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -320,6 +320,30 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         if self._writers:
             self._writers.unpark_all()
         return events
+
+    @property
+    def exhausted(self) -> bool:
+        """True once the stream is finished and every event was taken."""
+        return self._send_closed and not self._buffer
+
+    def wait_readable(self) -> Awaitable[None]:
+        """Return an awaitable that completes once an event is buffered or the stream is
+        finished (at once if it already is); no coroutine is made when it has to wait.
+
+        The waiting form of `receive_all_nowait` for a consumer whose every wait would
+        otherwise be an ``anext`` coroutine (a paced stream's consumer waits once per token):
+        ``if not batch: if stream.exhausted: ...; await stream.wait_readable()``. A
+        cancellation point while it waits, like ``anext``.
+        """
+        if self._buffer or self._send_closed or self._consumer_closed:
+            return READY
+        if self._writers:
+            self._writers.unpark()  # max_buffer=0: the waiting producer hands over to us
+        self._receiver = trio.lowlevel.current_task()
+        park = self._park
+        if park is None:
+            park = self._park = Park(self._abort_receive)
+        return park
 
     def __aiter__(self) -> Self:
         return self

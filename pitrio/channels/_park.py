@@ -13,7 +13,7 @@ yields the same message to the run loop every time and takes the outcome back in
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import trio
 
@@ -22,6 +22,20 @@ try:  # the message wait_task_rescheduled yields to the run loop (the same since
     from trio._core._traps import WaitTaskRescheduled as _WaitTaskRescheduled
 except ImportError:  # pragma: no cover - a trio that moved it: the public path
     _WaitTaskRescheduled = None
+
+
+class _Ready:
+    """An awaitable that completes at once, without a checkpoint."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        return
+        yield
+
+
+READY: Final = _Ready()
+"""What a ``wait_*`` method returns when there is nothing to wait for."""
 
 
 class Park:
