@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
@@ -96,3 +97,54 @@ class _Probe:
 
 
 _FROZEN_SETATTR: Final = _Probe.__setattr__
+
+
+def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
+    """A function ``make(*values)`` that builds a ``cls`` from ``names``' values, positionally.
+
+    The per-token path's constructor: it creates the instance and writes every slot through
+    its descriptor, the other fields getting their defaults, exactly as ``cls(**kwargs)``
+    would, without the keyword call (about a third faster than even the rewritten
+    ``__init__``). Only for slotted attrs classes whose ``__init__`` does nothing else: no
+    validators, converters, hooks or factories that take ``self``.
+
+    Raises:
+        TypeError: ``cls`` is not such a class, or a field not in ``names`` has no default.
+    """
+    if "__slots__" not in cls.__dict__ or not attrs.has(cls):
+        raise TypeError(f"{cls.__qualname__} is not a slotted attrs class")
+    if hasattr(cls, "__attrs_post_init__") or hasattr(cls, "__attrs_pre_init__"):
+        raise TypeError(f"{cls.__qualname__} has an init hook")
+    unknown = set(names) - set(attrs.fields_dict(cls))
+    if unknown:
+        raise TypeError(f"{cls.__qualname__} has no fields {sorted(unknown)}")
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = [f"def make({', '.join(names)}):", "    self = _new(_cls)"]
+    for field in attrs.fields(cls):
+        if field.validator is not None or field.converter is not None:
+            raise TypeError(f"{cls.__qualname__}.{field.name} has a validator or converter")
+        descriptor: Any = cls.__dict__.get(field.name)
+        if type(descriptor).__name__ != "member_descriptor":
+            raise TypeError(f"{cls.__qualname__}.{field.name} is not a slot")
+        namespace[f"_set_{field.name}"] = descriptor.__set__
+        if field.name in names:
+            value = field.name
+        elif field.default is attrs.NOTHING:
+            raise TypeError(f"{cls.__qualname__}.{field.name} needs a value")
+        elif isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+            if field.default.takes_self:
+                raise TypeError(f"{cls.__qualname__}.{field.name}'s factory takes self")
+            namespace[f"_factory_{field.name}"] = field.default.factory
+            value = f"_factory_{field.name}()"
+        else:
+            namespace[f"_default_{field.name}"] = field.default
+            value = f"_default_{field.name}"
+        lines.append(f"    _set_{field.name}(self, {value})")
+    lines.append("    return self")
+    source = "\n".join(lines) + "\n"
+    filename = f"<positional factory {cls.__module__}.{cls.__qualname__}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    make: Callable[..., Any] = namespace["make"]
+    make.__qualname__ = f"{cls.__qualname__}.positional"
+    return make

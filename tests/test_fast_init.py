@@ -77,3 +77,31 @@ def test_classes_attrs_must_keep() -> None:
         assert cls.__dict__["__init__"] is before
     with pytest.raises(TypeError):
         Validated("not an int")  # type: ignore[arg-type]
+
+
+def test_positional_factory_builds_what_the_keyword_call_builds() -> None:
+    """The positional factory gives an equal, frozen instance with every default in place,
+    and refuses classes whose __init__ does more than assign."""
+    from pitrio._fast_init import positional_factory
+    from pitrio.actors import MessageUpdateEvent
+    from pitrio.providers import DELTA_FACTORIES, TextDeltaEvent
+
+    make = positional_factory(TextDeltaEvent, ("content_index", "delta", "partial"))
+    made = make(2, "abcd", None)
+    assert made == TextDeltaEvent(content_index=2, delta="abcd", partial=None)
+    assert (made.type, made.extra) == ("text_delta", None)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        made.delta = "x"  # type: ignore[misc]
+    assert DELTA_FACTORIES[TextDeltaEvent](0, "x", None) == TextDeltaEvent(
+        content_index=0, delta="x", partial=None
+    )
+    update = positional_factory(MessageUpdateEvent, ("assistant_message_event", "message"))
+    assert update(made, None) == MessageUpdateEvent(assistant_message_event=made, message=None)
+
+    sample = _make()
+    with pytest.raises(TypeError, match="converter"):
+        positional_factory(sample, ("name",))
+    with pytest.raises(TypeError, match="no fields"):
+        positional_factory(TextDeltaEvent, ("content_index", "delta", "partial", "nope"))
+    with pytest.raises(TypeError, match="needs a value"):
+        positional_factory(TextDeltaEvent, ("content_index", "delta"))

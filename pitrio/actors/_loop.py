@@ -47,6 +47,7 @@ import trio
 
 from pitrio._awaitable import maybe_await
 from pitrio._exceptions import PitrioError
+from pitrio._fast_init import positional_factory
 from pitrio.actors._events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -91,6 +92,11 @@ from pitrio.providers import (
     now_ms,
 )
 from pitrio.tools import AgentTool
+
+_message_update: Final = positional_factory(
+    MessageUpdateEvent, ("assistant_message_event", "message")
+)
+"""``MessageUpdateEvent(assistant_message_event=..., message=...)``, positionally: per token."""
 
 _UPDATE_KINDS: Final = frozenset(
     {
@@ -401,10 +407,7 @@ class LoopController:
                         if type(event) in _UPDATE_KINDS:
                             if started:
                                 delivery = emit(
-                                    MessageUpdateEvent(
-                                        assistant_message_event=event,
-                                        message=event.partial,  # type: ignore[union-attr]
-                                    )
+                                    _message_update(event, event.partial)  # type: ignore[union-attr]
                                 )
                                 if delivery is not DELIVERED:
                                     await delivery

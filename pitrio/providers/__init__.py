@@ -28,6 +28,7 @@ from pitrio.providers._env_keys import ENV_API_KEY_VARS as ENV_API_KEY_VARS
 from pitrio.providers._env_keys import find_env_keys as find_env_keys
 from pitrio.providers._env_keys import get_env_api_key as get_env_api_key
 from pitrio.providers._events import ASSISTANT_MESSAGE_EVENT_TYPES as ASSISTANT_MESSAGE_EVENT_TYPES
+from pitrio.providers._events import DELTA_FACTORIES as DELTA_FACTORIES
 from pitrio.providers._events import AssistantMessageEvent as AssistantMessageEvent
 from pitrio.providers._events import DoneEvent as DoneEvent
 from pitrio.providers._events import ErrorEvent as ErrorEvent
@@ -162,6 +163,7 @@ __all__ = [
     "ASSISTANT_STREAM_BUFFER",
     "BUILTIN_PROVIDERS",
     "DEFAULT_YIELD_EVERY",
+    "DELTA_FACTORIES",
     "EMPTY_USAGE",
     "ENV_API_KEY_VARS",
     "NO_RESULT_PROVIDED",

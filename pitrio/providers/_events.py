@@ -8,10 +8,12 @@ attributes and encode to the same JSON.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from pitrio._fast_init import positional_factory
 from pitrio.codec import extra_field, wire
 from pitrio.providers._messages import AssistantMessage, ToolCall
 from pitrio.providers._partial import PartialAssistantMessage
@@ -184,6 +186,19 @@ ASSISTANT_MESSAGE_EVENT_TYPES: tuple[type, ...] = (
     DoneEvent,
     ErrorEvent,
 )
+
+
+DeltaEventType: TypeAlias = (
+    type[TextDeltaEvent] | type[ThinkingDeltaEvent] | type[ToolCallDeltaEvent]
+)
+
+DELTA_FACTORIES: Final[dict[DeltaEventType, Callable[[int, str, Any], Any]]] = {
+    cls: positional_factory(cls, ("content_index", "delta", "partial"))
+    for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
+}
+"""``make(content_index, delta, partial)`` per delta event class: the same event as the keyword
+call builds, a third cheaper (see `pitrio._fast_init.positional_factory`); for a streaming
+provider's per-token loop."""
 
 
 def is_terminal(event: AssistantMessageEvent) -> bool:

@@ -29,6 +29,7 @@ import trio
 from pitrio._awaitable import maybe_await
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
+    DELTA_FACTORIES,
     DoneEvent,
     ErrorEvent,
     StartEvent,
@@ -426,6 +427,7 @@ class FauxProvider:
         """
         append = builder.chunk_appender(index)
         snapshot = builder.snapshot
+        make = DELTA_FACTORIES[event]
         offer = out.offer
         chunks = _split(text, self._min, self._max, self._rng)
         tps = self._tps
@@ -436,7 +438,7 @@ class FauxProvider:
             for chunk in chunks:
                 await wait_until(current_time() + _estimate_tokens(chunk) / tps)
                 append(chunk)
-                item = event(content_index=index, delta=chunk, partial=snapshot())
+                item = make(index, chunk, snapshot())
                 if not offer(item):
                     await out.push(item)
             return sent + len(chunks)
@@ -450,7 +452,7 @@ class FauxProvider:
                 countdown = every
                 await trio.lowlevel.checkpoint()
             append(chunk)
-            item = event(content_index=index, delta=chunk, partial=snapshot())
+            item = make(index, chunk, snapshot())
             if not offer(item):
                 await out.push(item)
         return sent + len(chunks)
