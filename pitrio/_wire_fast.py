@@ -306,6 +306,13 @@ def _fast_field_code(tp: Any, v: str, conv: cattrs.Converter, namespace: dict[st
     return f"{v} = _convert_{v}({v})"
 
 
+def _present_branch(code: str, counted: bool) -> list[str]:
+    """The ``else:`` branch of an optional field that is present: its checks, and one more
+    known key counted when the function counts them."""
+    body = (["_n += 1"] if counted else []) + code.splitlines()
+    return ["    else:", *("        " + line for line in body)] if body else []
+
+
 def fast_structure_fn(
     cls: type,
     conv: cattrs.Converter,
@@ -333,9 +340,19 @@ def fast_structure_fn(
         "_unknown": _unknown_keys,
     }
     lines = ["def fast(data):", "    get = data.get"]
+    # Built directly, the function counts the known keys it meets (``_n``): the object has
+    # no unknown keys when that is all of them.
+    counted = setters is not None
+    present = 0  # known keys every object that gets past the checks has
     for index, (key, value) in enumerate(fixed.items()):
         namespace[f"_fixed{index}"] = value
-        lines.append(f"    if get({key!r}, _fixed{index}) != _fixed{index}: raise _Slow")
+        if counted:
+            present += 1
+            lines.append(f"    d{index} = get({key!r}, _MISSING)")
+            lines.append(f"    if d{index} is _MISSING: _n -= 1")
+            lines.append(f"    elif d{index} != _fixed{index}: raise _Slow")
+        else:
+            lines.append(f"    if get({key!r}, _fixed{index}) != _fixed{index}: raise _Slow")
     args: list[str] = []
     sets: list[str] = []
     factories = False
@@ -363,6 +380,7 @@ def fast_structure_fn(
             namespace["_intern"] = sys.intern
             code = f"{code}\nif type({v}) is str: {v} = _intern({v})".lstrip("\n")
         if default is attrs.NOTHING:
+            present += 1
             lines.append(f"    if {v} is _MISSING: raise _Slow")
             lines.extend("    " + line for line in code.splitlines())
         elif isinstance(default, attrs.Factory):  # type: ignore[arg-type]
@@ -376,16 +394,12 @@ def fast_structure_fn(
             namespace[f"_factory_{v}"] = default.factory
             lines.append(f"    if {v} is _MISSING:")
             lines.append(f"        {v} = _factory_{v}()")
-            if code:
-                lines.append("    else:")
-                lines.extend("        " + line for line in code.splitlines())
+            lines.extend(_present_branch(code, counted))
         else:
             namespace[f"_default_{v}"] = default
             lines.append(f"    if {v} is _MISSING:")
             lines.append(f"        {v} = _default_{v}")
-            if code:
-                lines.append("    else:")
-                lines.extend("        " + line for line in code.splitlines())
+            lines.extend(_present_branch(code, counted))
         if setters is None:
             args.append(f"{field.alias}={v}")
             continue
@@ -400,9 +414,8 @@ def fast_structure_fn(
         namespace["_set_extra"] = setters["extra"]
         lines.append("    obj = _new(_cls)")
         lines.extend(sets)
-        lines.append(
-            "    _set_extra(obj, None if _known.issuperset(data) else _unknown(data, _known))"
-        )
+        lines.insert(2, f"    _n = {present}")
+        lines.append("    _set_extra(obj, None if len(data) == _n else _unknown(data, _known))")
         lines.append("    return obj")
     else:
         if factories:
