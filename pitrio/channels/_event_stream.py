@@ -378,11 +378,16 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         Idempotent, and closes even when cancelled. Iterating after ``aclose`` raises
         `trio.ClosedResourceError`. `result` is unaffected.
         """
+        self.close()
+        await trio.lowlevel.checkpoint()
+
+    def close(self) -> None:
+        """`aclose` without its checkpoint: for a consumer's ``finally`` block, where a
+        checkpoint would need a shielded cancel scope around it."""
         self._consumer_closed = True
         self._buffer.clear()
         self._park = None
         self._writers.unpark_all()
-        await trio.lowlevel.checkpoint()
 
     def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
         self._receiver = None
