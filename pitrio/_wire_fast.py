@@ -2,7 +2,9 @@
 
 For every wire class the codec generates (on first use) a function that builds the class from a
 ``dict`` whose values have the expected types: type checks inline, one call per nested object,
-none of cattrs' machinery per call. Anything it is not sure of (a missing key, an int where a
+none of cattrs' machinery per call. A field of a tagged union (a message's ``role``, a content
+block's ``type``) picks the member's function by its tag inline, and arrays of objects are built
+in the same function. Anything it is not sure of (a missing key, an int where a
 float is expected, a dict subclass, a nested shape it does not know) makes it give up with
 :class:`_Slow`, and cattrs' own function, built from the same fields, decides: the same object,
 or the error with its message. So there is one decoding path, and it is the fast one for the

@@ -12,8 +12,8 @@ Built once, here, and sealed; derived from the actors codec, which it never chan
 * ``AgentSessionEvent``.
 
 :func:`decode_entry` is the session loader's decoder: this codec, whose generated structure
-functions build well-formed entries without cattrs' machinery (see :mod:`pitrio.codec`); there
-is no second decoder beside it.
+functions build well-formed entries without cattrs' machinery (see :mod:`pitrio.codec`),
+reached straight from the entry's ``type``; there is no second decoder beside it.
 """
 
 from __future__ import annotations
