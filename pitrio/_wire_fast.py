@@ -376,16 +376,18 @@ def fast_structure_fn(
             continue
         if isinstance(field.type, str) or field.alias is None:
             return None
-        lines.append(f"    {v} = get({wire_key(field)!r}, _MISSING)")
         code = _fast_field_code(field.type, v, conv, namespace)
         if field.metadata.get(SHARED):
             namespace["_intern"] = sys.intern
             code = f"{code}\nif type({v}) is str: {v} = _intern({v})".lstrip("\n")
+        key = wire_key(field)
         if default is attrs.NOTHING:
+            # Required: a missing key raises KeyError, which gives up as _Slow does.
             present += 1
-            lines.append(f"    if {v} is _MISSING: raise _Slow")
+            lines.append(f"    {v} = data[{key!r}]")
             lines.extend("    " + line for line in code.splitlines())
         elif isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            lines.append(f"    {v} = get({key!r}, _MISSING)")
             if setters is None:
                 # Left to the class's own default: passed only when present.
                 lines.append(f"    if {v} is not _MISSING:")
@@ -398,6 +400,7 @@ def fast_structure_fn(
             lines.append(f"        {v} = _factory_{v}()")
             lines.extend(_present_branch(code, counted))
         else:
+            lines.append(f"    {v} = get({key!r}, _MISSING)")
             namespace[f"_default_{v}"] = default
             lines.append(f"    if {v} is _MISSING:")
             lines.append(f"        {v} = _default_{v}")
