@@ -15,7 +15,7 @@ import attrs
 import trio
 
 from ._exceptions import StreamEndedWithoutResult
-from ._park import READY, Park
+from ._park import READY, Park, wake
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -177,7 +177,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         receiver = self._receiver
         if receiver is not None:
             self._receiver = None
-            trio.lowlevel.reschedule(receiver)
+            wake(receiver)
 
     def push_nowait(self, event: T) -> None:
         """Send one event without waiting.
@@ -217,7 +217,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         if receiver is not None:
             self._receiver = None
             buf.append(event)
-            trio.lowlevel.reschedule(receiver)
+            wake(receiver)
             return True
         if len(buf) >= self._max_buffer:
             return False
@@ -254,7 +254,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         receiver = self._receiver
         if receiver is not None:
             self._receiver = None
-            trio.lowlevel.reschedule(receiver)
+            wake(receiver)
 
     # -- consumer side -------------------------------------------------------------------------
 

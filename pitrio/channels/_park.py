@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, Final, cast
 
+import outcome
 import trio
 
 _WaitTaskRescheduled: Any
@@ -22,6 +23,16 @@ try:  # the message wait_task_rescheduled yields to the run loop (the same since
     from trio._core._traps import WaitTaskRescheduled as _WaitTaskRescheduled
 except ImportError:  # pragma: no cover - a trio that moved it: the public path
     _WaitTaskRescheduled = None
+
+
+_WOKEN: Final = outcome.Value(None)
+"""The outcome `wake` reschedules with: shared, so never unwrapped (`Park.send` knows it)."""
+
+
+def wake(task: trio.lowlevel.Task) -> None:
+    """Reschedule ``task``, parked on a `Park`, so that its ``await`` returns None, without the
+    outcome object ``trio.lowlevel.reschedule`` would allocate per wake-up."""
+    trio.lowlevel.reschedule(task, _WOKEN)
 
 
 class _Ready:
@@ -64,6 +75,8 @@ class Park:
         return self._message  # the run loop records the abort callback and parks the task
 
     def send(self, value: Any) -> Any:
+        if value is _WOKEN:
+            raise StopIteration
         raise StopIteration(value.unwrap())  # the outcome the task was rescheduled with
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:

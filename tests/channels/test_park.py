@@ -7,7 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from pitrio.channels._park import Park
+from pitrio.channels._park import Park, wake
 
 
 async def test_a_park_returns_each_value_it_is_rescheduled_with_and_raises_errors() -> None:
@@ -60,3 +60,22 @@ async def test_a_cancelled_park_calls_its_abort_and_can_be_awaited_again(
         await park
     assert again.cancelled_caught
     assert len(aborted) == 2
+
+
+async def test_wake_returns_none_again_and_again() -> None:
+    """wake() reschedules with one shared outcome; every await of the Park returns None."""
+    parked: list[trio.lowlevel.Task] = []
+    got: list[object] = []
+    park = Park(lambda _: trio.lowlevel.Abort.FAILED)
+
+    async def waiter() -> None:
+        for _ in range(3):
+            parked.append(trio.lowlevel.current_task())
+            got.append(await park)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter)
+        for _ in range(3):
+            await trio.testing.wait_all_tasks_blocked()
+            wake(parked.pop())
+    assert got == [None, None, None]
