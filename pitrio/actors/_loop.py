@@ -242,6 +242,7 @@ class LoopController:
         self._continues = False  # after turn_end: whether the loop would call the LLM again
         self.ended = False
         """Whether ``agent_end`` (or the run's failure) was emitted."""
+        self._tasks: trio.Nursery | None = None  # run()'s nursery, while it runs
 
     async def run(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
         """Run the loop; ``prompts=None`` continues from the transcript. Returns new messages."""
@@ -252,12 +253,20 @@ class LoopController:
             if isinstance(self._messages[-1], AssistantMessage):
                 raise RuntimeError(FROM_ASSISTANT)
         self._unsent.extend(prompts or ())
-        self._agent_started = True
-        await emit(AgentStartEvent())
-        self._turn_open = True
-        await emit(TurnStartEvent())
-        await self._send_unsent()
-        await self._loop()
+        # One nursery for the run's provider streams and tool executions, not one per LLM
+        # call and per tool call: each call still waits for what it started to deliver its
+        # end, and nothing outlives the run (its scope is the run's; an abort cancels all).
+        async with trio.open_nursery() as tasks:
+            self._tasks = tasks
+            try:
+                self._agent_started = True
+                await emit(AgentStartEvent())
+                self._turn_open = True
+                await emit(TurnStartEvent())
+                await self._send_unsent()
+                await self._loop()
+            finally:
+                self._tasks = None
         return self.new_messages
 
     async def _send_unsent(self, *, hooks: bool = True) -> None:
@@ -383,51 +392,50 @@ class LoopController:
             key = await maybe_await(config.get_api_key(config.model.provider))
             if key:
                 options = attrs.evolve(options, api_key=key)
-        async with trio.open_nursery() as nursery:
-            stream = config.stream_fn(nursery, config.model, context, options)
-            self._stream = stream
-            self._call = "streaming"
-            try:
-                # Every buffered event is taken at once, without a checkpoint; the task parks
-                # only when the stream runs dry (one hand-off per burst, not per token). A
-                # delta whose subscribers are all synchronous costs no await at all.
-                receive_all = stream.receive_all_nowait
-                started = self._assistant_started
-                final: AssistantMessage | None = None
-                while final is None:
-                    batch = receive_all()
-                    if not batch:
-                        if stream.exhausted:
-                            final = await stream.result()
-                            break
-                        # Parks with no coroutine per wait (a paced stream: one per token).
-                        await stream.wait_readable()
-                        continue
-                    for event in batch:
-                        if type(event) in _UPDATE_KINDS:
-                            if started:
-                                delivery = emit(
-                                    _message_update(event, event.partial)  # type: ignore[union-attr]
-                                )
-                                if delivery is not DELIVERED:
-                                    await delivery
-                        elif isinstance(event, StartEvent):
-                            self._assistant_started = started = True
-                            await emit(MessageStartEvent(message=event.partial))
-                        elif isinstance(event, DoneEvent):
-                            final = event.message
-                            break
-                        elif isinstance(event, ErrorEvent):
-                            final = event.error
-                            break
-                        elif started:
-                            await emit(
-                                MessageUpdateEvent(
-                                    assistant_message_event=event, message=event.partial
-                                )
+        tasks = self._tasks
+        assert tasks is not None  # _stream_assistant runs inside run()
+        stream = config.stream_fn(tasks, config.model, context, options)
+        self._stream = stream
+        self._call = "streaming"
+        try:
+            # Every buffered event is taken at once, without a checkpoint; the task parks
+            # only when the stream runs dry (one hand-off per burst, not per token). A
+            # delta whose subscribers are all synchronous costs no await at all.
+            receive_all = stream.receive_all_nowait
+            started = self._assistant_started
+            final: AssistantMessage | None = None
+            while final is None:
+                batch = receive_all()
+                if not batch:
+                    if stream.exhausted:
+                        final = await stream.result()
+                        break
+                    # Parks with no coroutine per wait (a paced stream: one per token).
+                    await stream.wait_readable()
+                    continue
+                for event in batch:
+                    if type(event) in _UPDATE_KINDS:
+                        if started:
+                            delivery = emit(
+                                _message_update(event, event.partial)  # type: ignore[union-attr]
                             )
-            finally:
-                stream.close()  # no checkpoint: nothing to shield
+                            if delivery is not DELIVERED:
+                                await delivery
+                    elif isinstance(event, StartEvent):
+                        self._assistant_started = started = True
+                        await emit(MessageStartEvent(message=event.partial))
+                    elif isinstance(event, DoneEvent):
+                        final = event.message
+                        break
+                    elif isinstance(event, ErrorEvent):
+                        final = event.error
+                        break
+                    elif started:
+                        await emit(
+                            MessageUpdateEvent(assistant_message_event=event, message=event.partial)
+                        )
+        finally:
+            stream.close()  # no checkpoint: nothing to shield
         self._stream = None
         assert final is not None  # the loop above ends only with the final message
         return await self._end_assistant(final)
@@ -493,6 +501,7 @@ class LoopController:
             before_tool_call=config.before_tool_call,
             after_tool_call=config.after_tool_call,
             on_message_end=config.on_message_end,
+            tasks=self._tasks,
         )
 
     # ------------------------------------------------------------------ abort

@@ -165,8 +165,12 @@ class ToolRunner:
         before_tool_call: BeforeToolCall | None,
         after_tool_call: AfterToolCall | None,
         on_message_end: Callable[[AgentMessage], Awaitable[AgentMessage | None]] | None = None,
+        tasks: trio.Nursery | None = None,
     ) -> None:
         self._assistant = assistant_message
+        # Where a tool's execution task runs: the run's nursery when the loop gives one (each
+        # call still waits for its task's outcome), else a nursery of the call's own.
+        self._tasks = tasks
         self._on_message_end = on_message_end
         self._tools = {tool.name: tool for tool in tools}
         self._messages = messages
@@ -330,10 +334,10 @@ class ToolRunner:
             finally:
                 wake.set()
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run_tool)
+        async def forward() -> None:
             # Forward progress updates as events, in order, while the tool runs; the end
             # event waits until every update reported before it has been emitted.
+            nonlocal wake
             while True:
                 await wake.wait()
                 wake = trio.Event()
@@ -347,7 +351,17 @@ class ToolRunner:
                         )
                     )
                 if outcome:
-                    break
+                    return
+
+        if self._tasks is not None:
+            # run_tool's last act is wake.set(): once forward() saw its outcome, the task
+            # has nothing left to do (the run's nursery still joins it).
+            self._tasks.start_soon(run_tool)
+            await forward()
+        else:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_tool)
+                await forward()
         return outcome[0]
 
     async def _finalize(
