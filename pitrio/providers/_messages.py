@@ -114,6 +114,10 @@ def _result_content(content: Iterable[UserContentBlock]) -> tuple[UserContentBlo
 class Cost:
     """Dollar cost of one response, by token class."""
 
+    # Decoded equal costs are one object (pitrio._wire_fast.SHARE_EQUAL): fewer GC-tracked
+    # objects in a loaded session.
+    __wire_share_equal__ = True
+
     input: float = 0.0
     output: float = 0.0
     cache_read: float = 0.0
@@ -126,6 +130,8 @@ class Cost:
 @attrs.frozen(kw_only=True)
 class Usage:
     """Token counts of one response and their cost."""
+
+    __wire_share_equal__ = True  # as Cost's
 
     input: int = 0
     output: int = 0
