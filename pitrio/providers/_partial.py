@@ -16,7 +16,7 @@ builder takes ``parse_partial_arguments`` to choose.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import attrs
 
@@ -120,18 +120,24 @@ class PartialAssistantMessage:
     ...) and encodes to the same JSON; :meth:`to_message` turns it into one.
     """
 
-    __slots__ = ("_content", "_header", "_parse_args", "_states")
+    __slots__ = ("_content", "_count", "_header", "_parse_args", "_states")
 
     role: Final = "assistant"
 
     def __init__(
         self,
         header: _Header,
-        states: tuple[Any, ...],
+        states: tuple[Any, ...] | _Block,
         parse_args: Callable[[str], dict[str, Any]] | None,
+        count: int = -1,
     ) -> None:
+        # Two forms. The general one: ``states`` is the flat tuple of every block's state.
+        # The compact one (``count >= 0``), a message of one block whose signature, arguments
+        # and redacted flag were unset: ``states`` is the block and ``count`` its chunk count,
+        # the streamed token's snapshot without a tuple (one GC-tracked object less per token).
         self._header = header
         self._states = states
+        self._count = count
         self._parse_args = parse_args
         self._content: tuple[AssistantContentBlock, ...] | None = None
 
@@ -140,10 +146,15 @@ class PartialAssistantMessage:
         """The content blocks as they were when the snapshot was taken."""
         if self._content is None:
             states = self._states
-            self._content = tuple(
-                self._materialize(states[i : i + _STATE_WIDTH])
-                for i in range(0, len(states), _STATE_WIDTH)
-            )
+            if self._count >= 0:
+                block = cast(_Block, states)
+                self._content = (self._materialize((block, self._count, None, None, None)),)
+            else:
+                assert isinstance(states, tuple)
+                self._content = tuple(
+                    self._materialize(states[i : i + _STATE_WIDTH])
+                    for i in range(0, len(states), _STATE_WIDTH)
+                )
         return self._content
 
     def _materialize(self, state: _BlockState) -> AssistantContentBlock:
@@ -243,7 +254,7 @@ class PartialAssistantMessage:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        blocks = len(self._states) // _STATE_WIDTH
+        blocks = 1 if self._count >= 0 else len(self._states) // _STATE_WIDTH  # type: ignore[arg-type]
         return f"PartialAssistantMessage(blocks={blocks}, model={self.model!r})"
 
 
@@ -424,6 +435,8 @@ class AssistantMessageBuilder:
         blocks = self._blocks
         if len(blocks) == 1:  # the common case, without a loop
             b = blocks[0]
+            if b.signature is None and b.arguments is None and b.redacted is None:
+                return PartialAssistantMessage(self._header, b, self._parse_args, len(b.chunks))
             states: tuple[Any, ...] = (b, len(b.chunks), b.signature, b.arguments, b.redacted)
         else:
             flat: list[Any] = []

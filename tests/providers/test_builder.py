@@ -57,3 +57,33 @@ def test_snapshots_of_several_blocks_keep_each_block_as_it_was() -> None:
         TextContent(text="Hello", text_signature="t1"),
         ToolCall(id="c", name="echo", arguments={"a": 1}),
     )
+
+
+def test_a_single_block_snapshot_keeps_its_unset_signature_and_arguments() -> None:
+    """A one-block snapshot taken before the signature, the arguments or the redacted flag
+    were set still shows them unset afterwards, for text, thinking and tool-call blocks."""
+    text = AssistantMessageBuilder(api="x", provider="p", model="m", timestamp=1)
+    index = text.add_text()
+    text.append(index, "Hel")
+    early = text.snapshot()
+    text.append(index, "lo")
+    text.set_signature(index, "sig")
+    assert early.content == (TextContent(text="Hel"),)
+    assert text.snapshot().content == (TextContent(text="Hello", text_signature="sig"),)
+    assert repr(early) == "PartialAssistantMessage(blocks=1, model='m')"
+
+    thinking = AssistantMessageBuilder(api="x", provider="p", model="m", timestamp=1)
+    index = thinking.add_thinking()
+    thinking.append(index, "hmm")
+    early = thinking.snapshot()
+    thinking.set_redacted(index, True)
+    assert early.content == (ThinkingContent(thinking="hmm"),)
+    assert thinking.snapshot().content == (ThinkingContent(thinking="hmm", redacted=True),)
+
+    call = AssistantMessageBuilder(api="x", provider="p", model="m", timestamp=1)
+    index = call.add_tool_call(id="c1", name="read")
+    call.append(index, '{"path"')
+    early = call.snapshot()
+    call.set_arguments(index, {"path": "a"})
+    assert early.content == (ToolCall(id="c1", name="read", arguments={}),)
+    assert call.snapshot().content == (ToolCall(id="c1", name="read", arguments={"path": "a"}),)
