@@ -169,10 +169,11 @@ class Agent:
         registry: the provider registry for the default ``stream_fn``.
         busy_policy: what :meth:`prompt` does during a run (:data:`BusyPolicy`; default
             ``"reject"``, as pi).
-        record_event: a synchronous observer called with every event after the state was
-            updated and before any subscriber sees it, also for the closing events of an
-            aborted run whose delivery a stalled subscriber cut off. An AgentSession records
-            session entries here, so an entry is persisted before anyone sees its event.
+        record_event: a synchronous observer called with every event but the per-token
+            ``message_update`` (subscribe for those) after the state was updated and before
+            any subscriber sees it, also for the closing events of an aborted run whose
+            delivery a stalled subscriber cut off. An AgentSession records session entries
+            here, so an entry is persisted before anyone sees its event.
 
     Actors and tasks: :meth:`run` opens the agent's nursery and serves its command inbox
     (``AGENT_INBOX`` commands); each run is a child task of that nursery, inside the run's own
@@ -565,10 +566,11 @@ class Agent:
         # One function on the per-delta path: the reducer is inlined here on purpose, and the
         # per-token event is matched by its exact type before the isinstance chain. A plain
         # function returning the bus's publish: callers await it at once (the state changes
-        # when they call), and a token costs one coroutine, not two.
-        if type(event) is MessageUpdateEvent or isinstance(
-            event, MessageUpdateEvent | MessageStartEvent
-        ):
+        # when they call), and a token costs no coroutine when the subscribers are sync.
+        if type(event) is MessageUpdateEvent:  # the per-token event: nothing to record
+            self._stream_message = event.message
+            return self._bus.publish(event) if deliver else DELIVERED
+        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
             self._stream_message = event.message
         elif isinstance(event, MessageEndEvent):
             self._stream_message = None

@@ -674,3 +674,25 @@ async def test_abort_before_a_tool_starts_keeps_it_from_running() -> None:
     assert [(r.tool_call_id, r.is_error) for r in results] == [("t1", True), ("t2", True)]
     assert agent.messages[-1].stop_reason == "aborted"
     assert_valid_transcript(agent.messages)
+
+
+async def test_record_event_sees_every_event_but_message_update_before_subscribers() -> None:
+    """record_event observes each event except the per-token message_update, and always before
+    the subscribers see it (message_end: the transcript already holds the message)."""
+    faux, registry = make_faux()
+    faux.set_responses([faux_assistant_message("hello there")])
+    log: list[str] = []
+
+    def record(event: AgentEvent) -> None:
+        log.append(f"record {event.type}")
+
+    async with open_agent(model=faux.get_model(), registry=registry, record_event=record) as agent:
+        agent.subscribe(lambda event: log.append(f"deliver {event.type}") and None)
+        await agent.prompt("hi")
+    delivered = [entry.split()[1] for entry in log if entry.startswith("deliver")]
+    recorded = [entry.split()[1] for entry in log if entry.startswith("record")]
+    assert "message_update" in delivered
+    assert recorded == [kind for kind in delivered if kind != "message_update"]
+    for index, entry in enumerate(log):
+        if entry.startswith("deliver") and not entry.endswith("message_update"):
+            assert log[index - 1] == f"record {entry.split()[1]}"
