@@ -80,9 +80,7 @@ def restore_state(
     agent = session.agent
     context = manager.build_session_context()
     existing = bool(context.messages)
-    has_thinking_entry = any(
-        isinstance(entry, ThinkingLevelChangeEntry) for entry in manager.get_branch()
-    )
+    has_thinking_entry = manager.has_on_branch(ThinkingLevelChangeEntry)
     session.model_fallback_message = None
     if model is None and existing and context.model is not None:
         model = session.find_model(context.model.provider, context.model.model_id)

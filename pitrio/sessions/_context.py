@@ -8,7 +8,7 @@ Unlike pi, which builds the path with ``Array.unshift`` (quadratic), the walk he
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -156,15 +156,53 @@ def build_session_context(
             return SessionContext(messages=[], thinking_level="off", model=None)
         leaf = entries[-1]
     path = path_to_root(leaf, by_id)
+    return context_of_path(range(len(path)), path, (), lambda index: path[index].id)
 
+
+def _append_at(
+    messages: list[AgentMessage],
+    entries: Sequence[SessionEntry | None],
+    lazy: Sequence[AgentMessage | None],
+    index: int,
+) -> None:
+    entry = entries[index]
+    if entry is None:
+        messages.append(lazy[index])  # type: ignore[arg-type]
+    else:
+        _append_message(messages, entry)
+
+
+def context_of_path(
+    path: Sequence[int],
+    entries: Sequence[SessionEntry | None],
+    lazy: Sequence[AgentMessage | None],
+    id_at: Callable[[int], str],
+) -> SessionContext:
+    """The context of a path given as positions in ``entries`` (root first).
+
+    Args:
+        path: the positions of the path's entries, root first.
+        entries: the entries; ``None`` at a message entry not built (see
+            :class:`~pitrio.sessions._entry_columns.EntryColumns`), whose message is then
+            ``lazy[position]``.
+        lazy: the messages of the entries not built.
+        id_at: the id of the entry at a position.
+    """
     # One pass collects the messages, the thinking level and the model; a compaction on the
     # path (rare) has the messages collected again from its first kept entry.
     thinking_level = "off"
     model_source: AssistantMessage | ModelChangeEntry | None = None
-    compaction_index = -1
+    compaction_at = -1
     messages: list[AgentMessage] = []
     append = messages.append
-    for index, entry in enumerate(path):
+    for at, index in enumerate(path):
+        entry = entries[index]
+        if entry is None:
+            message = lazy[index]
+            append(message)  # type: ignore[arg-type]
+            if type(message) is AssistantMessage:
+                model_source = message
+            continue
         kind = type(entry)
         if kind is SessionMessageEntry:
             message = entry.message  # type: ignore[union-attr]
@@ -176,7 +214,7 @@ def build_session_context(
         elif kind is ModelChangeEntry:
             model_source = entry  # type: ignore[assignment]
         elif kind is CompactionEntry:
-            compaction_index = index
+            compaction_at = at
         else:
             _append_message(messages, entry)
     model: ContextModel | None = None
@@ -185,8 +223,8 @@ def build_session_context(
     elif type(model_source) is ModelChangeEntry:
         model = ContextModel(provider=model_source.provider, model_id=model_source.model_id)
 
-    if compaction_index >= 0:
-        compaction = path[compaction_index]
+    if compaction_at >= 0:
+        compaction = entries[path[compaction_at]]
         assert isinstance(compaction, CompactionEntry)
         messages = [
             create_compaction_summary_message(
@@ -194,11 +232,11 @@ def build_session_context(
             )
         ]
         kept = False
-        for entry in path[:compaction_index]:
-            if entry.id == compaction.first_kept_entry_id:
+        for index in path[:compaction_at]:
+            if id_at(index) == compaction.first_kept_entry_id:
                 kept = True
             if kept:
-                _append_message(messages, entry)
-        for entry in path[compaction_index + 1 :]:
-            _append_message(messages, entry)
+                _append_at(messages, entries, lazy, index)
+        for index in path[compaction_at + 1 :]:
+            _append_at(messages, entries, lazy, index)
     return SessionContext(messages=messages, thinking_level=thinking_level, model=model)

@@ -27,8 +27,10 @@ from pitrio.sessions._entries import (
     SessionEntry,
     SessionFileCorrupt,
     SessionHeader,
+    SessionMessageEntry,
     random_entry_id,
 )
+from pitrio.sessions._entry_columns import EntryColumns
 from pitrio.sessions._files import replace_locked
 from pitrio.sessions._migrations import migrate_session_entries, session_version
 
@@ -58,19 +60,33 @@ class FileTail:
     """Bytes up to the end of the last complete line (``< size`` after a torn last line)."""
 
 
+def _as_columns(entries: EntryColumns | list[SessionEntry]) -> EntryColumns:
+    return entries if isinstance(entries, EntryColumns) else EntryColumns(entries)
+
+
 @attrs.frozen
 class LoadedSession:
-    """A parsed, migrated, decoded session file."""
+    """A parsed, migrated, decoded session file.
+
+    The entries are held as :class:`EntryColumns` (message entries built when first asked
+    for); :attr:`entries` builds them all.
+    """
 
     path: str
     header: SessionHeader | None
     """``None`` when the file holds no lines at all."""
-    entries: list[SessionEntry]
+    columns: EntryColumns = attrs.field(converter=_as_columns, alias="entries")
+    """The entries in file order (a list of entries given to the constructor is converted)."""
     problems: tuple[LoadProblem, ...]
     migrated: bool
     """True when the file was an older version (and, if asked, has been rewritten)."""
     tail: FileTail | None
     """The end of the file as read (``None`` when it was not read from disk)."""
+
+    @property
+    def entries(self) -> list[SessionEntry]:
+        """Every entry in file order, built."""
+        return self.columns.all()
 
 
 _NOT_A_SESSION = "not a session file: the first line is not a session header"
@@ -206,7 +222,7 @@ def _load(
     lines = _Lines(path, data)
     first_line, first = lines.header()
     if first is None:
-        return LoadedSession(path, None, [], (), False, FileTail(len(data), len(data)))
+        return LoadedSession(path, None, EntryColumns(), (), False, FileTail(len(data), len(data)))
     migrated = session_version([first]) < CURRENT_SESSION_VERSION
     raws: list[Any] | None = None
     if migrated:
@@ -223,11 +239,11 @@ def _load(
     if raws is None:
         entries = _decode_lines(lines)
     else:
-        entries = []
+        entries = EntryColumns()
         for line_no, obj in rest:
             entry = _decode(path, line_no, obj, problems)
             if entry is not None:
-                entries.append(entry)
+                entries.add(entry)
     for problem in problems:
         if problem.kind == "torn_last_line":
             log.warning(
@@ -245,22 +261,41 @@ def _load(
     return LoadedSession(path, header, entries, tuple(problems), migrated, tail)
 
 
-def _decode_lines(lines: _Lines) -> list[SessionEntry]:
+def _decode_lines(lines: _Lines) -> EntryColumns:
     """Parse and decode the lines after the header, each line's JSON dropped once decoded.
 
     The loop of a session load (every line of a long session goes through it): the common
-    line, a JSON object that decodes, takes no call beyond parsing and decoding it.
+    line, a JSON object that decodes, takes no call beyond parsing and decoding it. A message
+    entry is kept as its parts (see :class:`EntryColumns`): its wrapper, decoded with the rest
+    of the line, is freed at once, so it never counts toward the collector's next full pass.
     """
-    entries: list[SessionEntry] = []
-    append = entries.append
+    columns = EntryColumns()
+    add_entry = columns.entries.append
+    add_id = columns.ids.append
+    add_parent = columns.parents.append
+    add_time = columns.times.append
+    add_message = columns.messages.append
     source = lines.lines
     parse = orjson.loads
     decode = decode_entry
+    message_entry = SessionMessageEntry
+    unbuilt = 0
     for index in range(lines.next, lines.last + 1):
         try:
             obj = parse(source[index])
             if type(obj) is dict and obj.get("type") != "session":
-                append(decode(obj))
+                decoded = decode(obj)
+                add_id(decoded.id)
+                add_parent(decoded.parent_id)
+                if type(decoded) is message_entry and decoded.extra is None:
+                    add_entry(None)
+                    unbuilt += 1
+                    add_time(decoded.timestamp)
+                    add_message(decoded.message)
+                else:
+                    add_entry(decoded)
+                    add_time(None)
+                    add_message(None)
                 continue
         except Exception:
             pass
@@ -270,8 +305,9 @@ def _decode_lines(lines: _Lines) -> list[SessionEntry]:
         if obj is not None:
             entry = _decode(lines.path, index + 1, obj, lines.problems)
             if entry is not None:
-                append(entry)
-    return entries
+                columns.add(entry)
+    columns.unbuilt += unbuilt
+    return columns
 
 
 def _decode(

@@ -61,6 +61,7 @@ from pitrio.sessions._entries import (
     random_entry_id,
     uuid7,
 )
+from pitrio.sessions._entry_columns import EntryColumns
 from pitrio.sessions._files import replace_locked, run_file_work, write_file_atomically
 from pitrio.sessions._loader import FileTail, LoadedSession, LoadProblem, load_session_file
 from pitrio.sessions._paths import (
@@ -304,7 +305,7 @@ class SessionManager(SessionTree):
         lines = [_line(header), *map(_line, loaded.entries)]
         write_file_atomically(path, lines)
         size = sum(map(len, lines))
-        fork = LoadedSession(path, header, loaded.entries, (), False, FileTail(size, size))
+        fork = LoadedSession(path, header, loaded.columns, (), False, FileTail(size, size))
         return cls(
             cwd=target,
             session_dir=directory,
@@ -502,7 +503,7 @@ class SessionManager(SessionTree):
             return
         writer: SessionFileWriter | None = None
         if self._persist:
-            writer = SessionFileWriter(path, written=1 + len(loaded.entries), tail=loaded.tail)
+            writer = SessionFileWriter(path, written=1 + len(loaded.columns), tail=loaded.tail)
             if self._persistence is not None:
                 # A running session locks the file before switching to it, so a refused
                 # file leaves the current session as it was.
@@ -513,7 +514,7 @@ class SessionManager(SessionTree):
         self._session_file = path
         self._header = header
         self._session_id = header.id
-        self._entries = loaded.entries
+        self._entries = loaded.columns
         self._build_index()
         if writer is not None:
             self._switch_writer(writer)
@@ -536,7 +537,7 @@ class SessionManager(SessionTree):
         self._header = SessionHeader(
             id=self._session_id, timestamp=timestamp, cwd=self._cwd, parent_session=parent_session
         )
-        self._entries = []
+        self._entries = EntryColumns()
         self._build_index()
         self.load_problems = ()
         if self._persist:
@@ -733,7 +734,7 @@ class SessionManager(SessionTree):
         self._barrier()
         self._session_id = session_id
         self._header = header
-        self._entries = kept + labels
+        self._entries = EntryColumns(kept + labels)
         self._build_index()
         self.load_problems = ()
         if not self._persist:
@@ -743,5 +744,5 @@ class SessionManager(SessionTree):
         )
         writer = SessionFileWriter(self._session_file)
         self._switch_writer(writer)
-        writer.add([_line(header), *map(_line, self._entries)], flush=self._has_assistant)
+        writer.add([_line(header), *map(_line, kept + labels)], flush=self._has_assistant)
         return self._session_file

@@ -16,7 +16,7 @@ import attrs
 from pitrio._exceptions import UsageError
 from pitrio.actors import AgentMessage
 from pitrio.providers import AssistantMessage, ImageContent, TextContent
-from pitrio.sessions._context import SessionContext, build_session_context, path_to_root
+from pitrio.sessions._context import SessionContext, SessionTreeCycle, context_of_path
 from pitrio.sessions._entries import (
     BranchSummaryEntry,
     BranchSummaryMessage,
@@ -37,6 +37,7 @@ from pitrio.sessions._entries import (
     iso_timestamp,
     timestamp_ms,
 )
+from pitrio.sessions._entry_columns import EntryColumns
 
 Clock = Callable[[], int]
 """Returns the current time in milliseconds since the epoch (entry and header timestamps)."""
@@ -67,9 +68,9 @@ class SessionTree:
     def __init__(self, *, clock: Clock, new_id: IdSource) -> None:
         self._clock = clock
         self._new_id = new_id
-        self._entries: list[SessionEntry] = []
-        self._by_id: dict[str, SessionEntry] = {}
+        self._entries = EntryColumns()
         self._pos: dict[str, int] = {}
+        """Entry id -> its position in ``_entries`` (the last entry with that id)."""
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str] = {}
         self._leaf_id: str | None = None
@@ -77,26 +78,52 @@ class SessionTree:
         self._has_context_transform = False
 
     def _build_index(self) -> None:
-        self._by_id = {}
-        self._pos = {}
+        self._pos = pos = {}
         self._labels = {}
         self._label_times = {}
         self._leaf_id = None
         self._has_assistant = False
         self._has_context_transform = False
-        for index, entry in enumerate(self._entries):
-            entry_id = entry.id
+        columns = self._entries
+        messages = columns.messages
+        for index, entry_id in enumerate(columns.ids):
             if entry_id:
-                self._by_id[entry_id] = entry
-                self._pos[entry_id] = index
+                pos[entry_id] = index
                 self._leaf_id = entry_id
-            if type(entry) is SessionMessageEntry:
+            entry = columns.entries[index]
+            if entry is None:
+                if type(messages[index]) is AssistantMessage:
+                    self._has_assistant = True
+            elif type(entry) is SessionMessageEntry:
                 if type(entry.message) is AssistantMessage:
                     self._has_assistant = True
             elif type(entry) is LabelEntry:
                 self._apply_label(entry)
             elif type(entry) is ContextTransformEntry:
                 self._has_context_transform = True
+
+    def _path(self, start: int | None) -> list[int]:
+        """Positions of the entries from the root to the one at ``start``, root first.
+
+        Raises:
+            SessionTreeCycle: the ``parentId`` links loop (a damaged file).
+        """
+        path: list[int] = []
+        append = path.append
+        parents = self._entries.parents
+        get = self._pos.get
+        current = start
+        # A path longer than the whole tree can only be a loop.
+        for _ in range(len(self._pos) + 2):
+            if current is None:
+                break
+            append(current)
+            parent = parents[current]
+            current = get(parent) if parent else None
+        else:
+            raise SessionTreeCycle(self._entries.ids[path[0]])
+        path.reverse()
+        return path
 
     def _apply_label(self, entry: LabelEntry) -> None:
         if entry.label:
@@ -109,8 +136,7 @@ class SessionTree:
     def _append_entry(self, entry: SessionEntry) -> str:
         entry_id = entry.id
         self._pos[entry_id] = len(self._entries)
-        self._entries.append(entry)
-        self._by_id[entry_id] = entry
+        self._entries.add(entry)
         self._leaf_id = entry_id
         if type(entry) is ContextTransformEntry:
             self._has_context_transform = True
@@ -121,7 +147,7 @@ class SessionTree:
         """Store an appended entry (in memory: nothing to do; the manager writes its file)."""
 
     def _next(self) -> tuple[str, str | None, str]:
-        return generate_id(self._by_id, self._new_id), self._leaf_id, iso_timestamp(self._clock())
+        return generate_id(self._pos, self._new_id), self._leaf_id, iso_timestamp(self._clock())
 
     def append_message(self, message: AgentMessage) -> str:
         """Append a message (user, assistant, tool result, custom, bash execution).
@@ -280,7 +306,7 @@ class SessionTree:
         Raises:
             SessionEntryNotFound: no entry ``target_id``.
         """
-        if target_id not in self._by_id:
+        if target_id not in self._pos:
             raise SessionEntryNotFound(target_id)
         entry_id, parent_id, timestamp = self._next()
         entry = LabelEntry(
@@ -292,11 +318,11 @@ class SessionTree:
 
     def get_entries(self) -> list[SessionEntry]:
         """All entries in file order (a new list; the entries themselves are immutable)."""
-        return list(self._entries)
+        return list(self._entries.all())
 
     def get_session_name(self) -> str | None:
         """The display name set by the latest ``session_info`` entry, if any."""
-        for entry in reversed(self._entries):
+        for entry in reversed(self._entries.entries):
             if type(entry) is SessionInfoEntry:
                 return (entry.name or "").strip() or None
         return None
@@ -315,15 +341,18 @@ class SessionTree:
 
     def get_leaf_entry(self) -> SessionEntry | None:
         """The current leaf entry."""
-        return self._by_id.get(self._leaf_id) if self._leaf_id else None
+        return self.get_entry(self._leaf_id) if self._leaf_id else None
 
     def get_entry(self, entry_id: str) -> SessionEntry | None:
         """The entry with this id."""
-        return self._by_id.get(entry_id)
+        index = self._pos.get(entry_id)
+        return None if index is None else self._entries.get(index)
 
     def get_children(self, parent_id: str) -> list[SessionEntry]:
         """The direct children of an entry, in file order."""
-        return [entry for entry in self._by_id.values() if entry.parent_id == parent_id]
+        parents = self._entries.parents
+        get = self._entries.get
+        return [get(index) for index in self._pos.values() if parents[index] == parent_id]
 
     def get_label(self, entry_id: str) -> str | None:
         """The current label of an entry."""
@@ -332,24 +361,49 @@ class SessionTree:
     def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
         """The entries from the root to ``from_id`` (default: the leaf), root first."""
         start_id = from_id if from_id is not None else self._leaf_id
-        start = self._by_id.get(start_id) if start_id else None
-        return path_to_root(start, self._by_id)
+        start = self._pos.get(start_id) if start_id else None
+        return self._entries.get_many(self._path(start))
+
+    def has_on_branch(self, entry_type: type[Any], from_id: str | None = None) -> bool:
+        """Whether an entry of ``entry_type`` (``isinstance``) is on :meth:`get_branch`
+        (without building the message entries the branch holds)."""
+        start_id = from_id if from_id is not None else self._leaf_id
+        start = self._pos.get(start_id) if start_id else None
+        entries = self._entries.entries
+        lazy = issubclass(SessionMessageEntry, entry_type)
+        for index in self._path(start):
+            entry = entries[index]
+            if (lazy and entry is None) or isinstance(entry, entry_type):
+                return True
+        return False
 
     def build_session_context(self) -> SessionContext:
         """The LLM context of the path to the leaf (seed 002 s.4.1)."""
-        return build_session_context(self._entries, self._leaf_id, self._by_id)
+        leaf_id = self._leaf_id
+        if leaf_id is None:
+            return SessionContext(messages=[], thinking_level="off", model=None)
+        columns = self._entries
+        leaf = self._pos.get(leaf_id)
+        if leaf is None:
+            if not columns:
+                return SessionContext(messages=[], thinking_level="off", model=None)
+            leaf = len(columns) - 1
+        return context_of_path(
+            self._path(leaf), columns.entries, columns.messages, columns.ids.__getitem__
+        )
 
     def get_tree(self) -> list[SessionTreeNode]:
         """The entries as a tree: the roots (orphans included), children oldest first."""
         nodes: dict[str, SessionTreeNode] = {}
-        for entry in self._entries:
+        entries = self._entries.all()
+        for entry in entries:
             nodes[entry.id] = SessionTreeNode(
                 entry=entry,
                 label=self._labels.get(entry.id),
                 label_timestamp=self._label_times.get(entry.id),
             )
         roots: list[SessionTreeNode] = []
-        for entry in self._entries:
+        for entry in entries:
             node = nodes[entry.id]
             parent = nodes.get(entry.parent_id) if entry.parent_id else None
             if entry.parent_id is None or entry.parent_id == entry.id or parent is None:
@@ -369,7 +423,7 @@ class SessionTree:
         Raises:
             SessionEntryNotFound: no such entry.
         """
-        if branch_from_id not in self._by_id:
+        if branch_from_id not in self._pos:
             raise SessionEntryNotFound(branch_from_id)
         self._leaf_id = branch_from_id
 
@@ -395,7 +449,7 @@ class SessionTree:
         Raises:
             SessionEntryNotFound: no such entry.
         """
-        if branch_from_id is not None and branch_from_id not in self._by_id:
+        if branch_from_id is not None and branch_from_id not in self._pos:
             raise SessionEntryNotFound(branch_from_id)
         self._leaf_id = branch_from_id
         entry_id, _, timestamp = self._next()
