@@ -62,14 +62,16 @@ def _message_entry_builder() -> Callable[[str, str | None, str, AgentMessage], S
 
 
 _build_message_entry: Final = _message_entry_builder()
+_SETTERS: Final = _slot_setters(SessionMessageEntry)
 
 
 class EntryColumns:
     """The entries of a session in file order; see the module notes.
 
     ``entries[i]`` is the entry at position ``i``, or ``None`` for a message entry whose
-    wrapper is not built yet (then ``times[i]`` and ``messages[i]`` hold its parts; else they
-    are ``None``). ``ids`` and ``parents`` hold every entry's ``id`` and ``parent_id``.
+    wrapper is not built yet. ``ids`` and ``parents`` hold every entry's ``id`` and
+    ``parent_id``; ``times`` and ``messages`` the ``timestamp`` and message of each entry
+    added with :meth:`add_message` (built since or not; ``None`` for the others).
     """
 
     __slots__ = ("entries", "ids", "messages", "parents", "times", "unbuilt")
@@ -120,8 +122,6 @@ class EntryColumns:
                 cast(str, self.times[index]),
                 cast(AgentMessage, self.messages[index]),
             )
-            # The wrapper holds them now.
-            self.times[index] = self.messages[index] = None
             self.unbuilt -= 1
         return entry
 
@@ -134,22 +134,40 @@ class EntryColumns:
             self.times,
             self.messages,
         )
-        build = _build_message_entry
         out: list[SessionEntry] = []
         append = out.append
         built = 0
-        for index in indices:
-            entry = entries[index]
-            if entry is None:
-                entry = entries[index] = build(
-                    ids[index],
-                    parents[index],
-                    times[index],  # type: ignore[arg-type]
-                    messages[index],  # type: ignore[arg-type]
-                )
-                times[index] = messages[index] = None
-                built += 1
-            append(entry)
+        if _build_message_entry.__name__ == "build_fast" and _SETTERS is not None:
+            # build_fast's body, inlined: a whole branch can be 10,000 entries.
+            new, cls = object.__new__, SessionMessageEntry
+            set_type, set_id, set_parent = _SETTERS["type"], _SETTERS["id"], _SETTERS["parent_id"]
+            set_time, set_message = _SETTERS["timestamp"], _SETTERS["message"]
+            set_extra = _SETTERS["extra"]
+            for index in indices:
+                entry = entries[index]
+                if entry is None:
+                    entry = entries[index] = new(cls)
+                    set_type(entry, "message")
+                    set_id(entry, ids[index])
+                    set_parent(entry, parents[index])
+                    set_time(entry, times[index])
+                    set_message(entry, messages[index])
+                    set_extra(entry, None)
+                    built += 1
+                append(entry)
+        else:
+            build = _build_message_entry
+            for index in indices:
+                entry = entries[index]
+                if entry is None:
+                    entry = entries[index] = build(
+                        ids[index],
+                        parents[index],
+                        times[index],  # type: ignore[arg-type]
+                        messages[index],  # type: ignore[arg-type]
+                    )
+                    built += 1
+                append(entry)
         self.unbuilt -= built
         return out
 
@@ -159,14 +177,6 @@ class EntryColumns:
         if self.unbuilt:
             self.get_many(range(len(entries)))
         return cast(list[SessionEntry], entries)
-
-    def message_at(self, index: int) -> AgentMessage | None:
-        """The message of the message entry at ``index`` (built or not); ``None`` for other
-        entries."""
-        entry = self.entries[index]
-        if entry is None:
-            return self.messages[index]
-        return entry.message if type(entry) is SessionMessageEntry else None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EntryColumns):
