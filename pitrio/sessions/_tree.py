@@ -76,8 +76,12 @@ class SessionTree:
         self._leaf_id: str | None = None
         self._has_assistant = False
         self._has_context_transform = False
+        # The last path computed: (start, positions). A restore asks for the leaf's path
+        # twice (the context, then has_on_branch); appends and rebuilds clear it.
+        self._last_path: tuple[int | None, list[int]] | None = None
 
     def _build_index(self) -> None:
+        self._last_path = None
         self._pos = pos = {}
         self._labels = {}
         self._label_times = {}
@@ -103,11 +107,15 @@ class SessionTree:
                 self._has_context_transform = True
 
     def _path(self, start: int | None) -> list[int]:
-        """Positions of the entries from the root to the one at ``start``, root first.
+        """Positions of the entries from the root to the one at ``start``, root first (a list
+        the caller must not change: the last one is kept for the next call).
 
         Raises:
             SessionTreeCycle: the ``parentId`` links loop (a damaged file).
         """
+        last = self._last_path
+        if last is not None and last[0] == start:
+            return last[1]
         path: list[int] = []
         append = path.append
         parents = self._entries.parents
@@ -123,6 +131,7 @@ class SessionTree:
         else:
             raise SessionTreeCycle(self._entries.ids[path[0]])
         path.reverse()
+        self._last_path = (start, path)
         return path
 
     def _apply_label(self, entry: LabelEntry) -> None:
@@ -135,6 +144,7 @@ class SessionTree:
 
     def _append_entry(self, entry: SessionEntry) -> str:
         entry_id = entry.id
+        self._last_path = None
         self._pos[entry_id] = len(self._entries)
         self._entries.add(entry)
         self._leaf_id = entry_id

@@ -17,6 +17,7 @@ from pitrio.sessions import (
     SessionEntryNotFound,
     SessionManager,
     SessionMessageEntry,
+    ThinkingLevelChangeEntry,
     encode_cwd,
     get_default_session_dir,
 )
@@ -367,3 +368,52 @@ def test_list_sessions_summarises_each_file(
     monkeypatch.setenv(AGENT_DIR_ENV, str(tmp_path / "agent"))
     other = _session(Path(get_default_session_dir("/q")), "elsewhere", 9_000_000)
     assert [i.path for i in SessionManager.list_all_sessions()] == [other]
+
+
+def test_branch_after_each_step_reflects_appends_and_moves(tmp_path: Path) -> None:
+    """get_branch, build_session_context and has_on_branch asked after every append, branch
+    and reopen always describe the current leaf's path (the last path is reused only while
+    nothing changed)."""
+    sm = SessionManager.create("/p", str(tmp_path), clock=step_clock(T), new_id=counter_ids())
+    m = Messages(0)
+    root = sm.append_message(m.user("root"))
+    a = sm.append_message(m.assistant("a"))
+    assert [e.id for e in sm.get_branch()] == [root, a]
+    assert len(sm.build_session_context().messages) == 2
+    b = sm.append_message(m.user("b"))
+    assert [e.id for e in sm.get_branch()] == [root, a, b]
+    assert len(sm.build_session_context().messages) == 3
+    sm.branch(root)
+    assert [e.id for e in sm.get_branch()] == [root]
+    assert not sm.has_on_branch(ThinkingLevelChangeEntry)
+    level = sm.append_thinking_level_change("high")
+    assert [e.id for e in sm.get_branch()] == [root, level]
+    assert sm.has_on_branch(ThinkingLevelChangeEntry)
+    assert sm.build_session_context().thinking_level == "high"
+    path = sm.get_session_file()
+    assert path is not None
+    reopened = SessionManager.open(path, str(tmp_path))
+    assert [e.id for e in reopened.get_branch()] == [root, level]
+    reopened.branch(b)
+    assert [e.id for e in reopened.get_branch()] == [root, a, b]
+    assert not reopened.has_on_branch(ThinkingLevelChangeEntry)
+
+
+def test_switching_files_never_reuses_the_other_files_path(tmp_path: Path) -> None:
+    """After set_session_file, the branch is the new file's, though the leaf sits at the same
+    position as the old file's leaf (positions are per file)."""
+    m = Messages(0)
+    first = SessionManager.create("/p", str(tmp_path), clock=step_clock(T), new_id=counter_ids())
+    chain = [first.append_message(m.user(text)) for text in ("a", "b", "c")]
+    second = SessionManager.create(
+        "/p", str(tmp_path), clock=step_clock(T + 10_000), new_id=counter_ids(100)
+    )
+    root = second.append_message(m.user("root"))
+    second.append_message(m.assistant("side"))  # the first assistant message writes the file
+    second.branch(root)
+    leaf = second.append_message(m.user("leaf"))
+    second_file = second.get_session_file()
+    assert second_file is not None
+    assert [e.id for e in first.get_branch()] == chain
+    first.set_session_file(second_file)
+    assert [e.id for e in first.get_branch()] == [root, leaf]
