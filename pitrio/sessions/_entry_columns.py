@@ -11,57 +11,19 @@ walks every live object).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final, cast
 
+from pitrio._fast_init import positional_factory
 from pitrio._wire_fast import _slot_setters
 from pitrio.actors import AgentMessage
 from pitrio.sessions._entries import SessionEntry, SessionMessageEntry
 
-
-def _message_entry_builder() -> Callable[[str, str | None, str, AgentMessage], SessionEntry]:
-    """``SessionMessageEntry(id=, parent_id=, timestamp=, message=)``, built through the slots
-    when the class allows it (as the codec's generated functions do: half the time of its
-    ``__init__``, which matters when a whole branch of a long session is built at once)."""
-    setters = _slot_setters(SessionMessageEntry)
-    if setters is None or set(setters) != {
-        "type",
-        "id",
-        "parent_id",
-        "timestamp",
-        "message",
-        "extra",
-    }:
-
-        def build(
-            entry_id: str, parent_id: str | None, timestamp: str, message: AgentMessage
-        ) -> SessionEntry:
-            return SessionMessageEntry(
-                id=entry_id, parent_id=parent_id, timestamp=timestamp, message=message
-            )
-
-        return build
-    new = object.__new__
-    cls = SessionMessageEntry
-    set_type, set_id, set_parent = setters["type"], setters["id"], setters["parent_id"]
-    set_time, set_message, set_extra = setters["timestamp"], setters["message"], setters["extra"]
-
-    def build_fast(
-        entry_id: str, parent_id: str | None, timestamp: str, message: AgentMessage
-    ) -> SessionEntry:
-        entry = new(cls)
-        set_type(entry, "message")
-        set_id(entry, entry_id)
-        set_parent(entry, parent_id)
-        set_time(entry, timestamp)
-        set_message(entry, message)
-        set_extra(entry, None)
-        return cast(SessionEntry, entry)
-
-    return build_fast
-
-
-_build_message_entry: Final = _message_entry_builder()
+_build_message_entry: Final = positional_factory(
+    SessionMessageEntry, ("id", "parent_id", "timestamp", "message")
+)
+"""``SessionMessageEntry(id=, parent_id=, timestamp=, message=)``, built through the slots (half
+the time of its ``__init__``, which matters when a whole branch of a long session is built)."""
 _SETTERS: Final = _slot_setters(SessionMessageEntry)
 
 
@@ -137,8 +99,8 @@ class EntryColumns:
         out: list[SessionEntry] = []
         append = out.append
         built = 0
-        if _build_message_entry.__name__ == "build_fast" and _SETTERS is not None:
-            # build_fast's body, inlined: a whole branch can be 10,000 entries.
+        if _SETTERS is not None:
+            # _build_message_entry's body, inlined: a whole branch can be 10,000 entries.
             new, cls = object.__new__, SessionMessageEntry
             set_type, set_id, set_parent = _SETTERS["type"], _SETTERS["id"], _SETTERS["parent_id"]
             set_time, set_message = _SETTERS["timestamp"], _SETTERS["message"]
@@ -163,8 +125,8 @@ class EntryColumns:
                     entry = entries[index] = build(
                         ids[index],
                         parents[index],
-                        times[index],  # type: ignore[arg-type]
-                        messages[index],  # type: ignore[arg-type]
+                        times[index],
+                        messages[index],
                     )
                     built += 1
                 append(entry)
