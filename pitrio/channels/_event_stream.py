@@ -358,13 +358,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 raise trio.ClosedResourceError("the event stream's consumer side was closed")
             if self._send_closed:
                 raise StopAsyncIteration
-            if self._writers:
-                self._writers.unpark()  # max_buffer=0: the waiting producer hands over to us
-            self._receiver = trio.lowlevel.current_task()
-            park = self._park
-            if park is None:
-                park = self._park = Park(self._abort_receive)
-            await park
+            await self.wait_readable()  # parks: the buffer is empty and the stream open
         if self._consumer_closed:
             raise trio.ClosedResourceError("the event stream's consumer side was closed")
         event = buf.popleft()
