@@ -15,9 +15,9 @@ from pitrio.actors._agent import CLOSE_GRACE as CLOSE_GRACE
 from pitrio.actors._agent import FOLLOW_UP_BUFFER as FOLLOW_UP_BUFFER
 from pitrio.actors._agent import STEERING_BUFFER as STEERING_BUFFER
 from pitrio.actors._agent import Agent as Agent
-from pitrio.actors._agent import AgentStateView as AgentStateView
-from pitrio.actors._agent import BusyPolicy as BusyPolicy
 from pitrio.actors._agent import open_agent as open_agent
+from pitrio.actors._agent_state import AgentStateView as AgentStateView
+from pitrio.actors._agent_state import BusyPolicy as BusyPolicy
 from pitrio.actors._coalesce import merge_agent_events as merge_agent_events
 from pitrio.actors._events import AGENT_EVENT_TYPES as AGENT_EVENT_TYPES
 from pitrio.actors._events import AgentEndEvent as AgentEndEvent

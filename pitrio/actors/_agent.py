@@ -18,13 +18,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Literal, NoReturn, Self
+from typing import Any, Final, NoReturn, Self
 
 import attrs
 import structlog
 import trio
 
 from pitrio._exceptions import UsageError, unwrap_group
+from pitrio.actors._agent_state import (
+    ALREADY_PROCESSING,
+    ALREADY_PROCESSING_CONTINUE,
+    FROM_ASSISTANT,
+    NO_MESSAGES_TO_CONTINUE,
+    NO_MODEL,
+    AgentStateView,
+    BusyPolicy,
+)
 from pitrio.actors._events import (
     AgentEndEvent,
     AgentEvent,
@@ -100,24 +109,8 @@ AGENT_INBOX: Final = 16
 """Commands (prompt, continue) waiting for the agent's task. Each is executed at once (a run is
 started, or the busy policy answers), so the inbox only fills if 16 callers race in one tick."""
 
-ALREADY_PROCESSING: Final = (
-    "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
-    "or wait for completion."
-)
-ALREADY_PROCESSING_CONTINUE: Final = (
-    "Agent is already processing. Wait for completion before continuing."
-)
-NO_MODEL: Final = "No model configured"
-NO_MESSAGES_TO_CONTINUE: Final = "No messages to continue from"
-FROM_ASSISTANT: Final = "Cannot continue from message role: assistant"
 
 Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
-
-
-BusyPolicy = Literal["reject", "steer", "follow_up", "interrupt"]
-"""What a prompt does when it arrives while a run is in progress: ``"reject"`` raises pi's
-"already processing" error (the default), ``"steer"`` / ``"follow_up"`` queue it, and
-``"interrupt"`` aborts the run and then starts the new prompt."""
 
 
 @attrs.define(eq=False)
@@ -784,33 +777,6 @@ class Agent:
         self.abort()
         with trio.move_on_after(CLOSE_GRACE, shield=True):
             await self.wait_for_idle()
-
-
-@attrs.frozen
-class AgentStateView:
-    """pi's ``agent.state``: a read-only view of an Agent's state."""
-
-    _agent: Agent
-
-    @property
-    def messages(self) -> tuple[AgentMessage, ...]:
-        return self._agent.messages
-
-    @property
-    def is_streaming(self) -> bool:
-        return self._agent.is_streaming
-
-    @property
-    def stream_message(self) -> StreamingMessage | None:
-        return self._agent.stream_message
-
-    @property
-    def pending_tool_calls(self) -> frozenset[str]:
-        return self._agent.pending_tool_calls
-
-    @property
-    def error(self) -> str | None:
-        return self._agent.error
 
 
 @asynccontextmanager
