@@ -669,45 +669,30 @@ class EventLog(Generic[T]):
         try:
             if self._closed:  # while we waited for the lock
                 raise trio.ClosedResourceError("the event log was closed")
-            seq = self._seq = self._seq + 1
-            # Nothing to keep or hand out (no cursor was ever handed out, so no subscription
-            # either): the event goes to the callbacks alone, no record made.
-            if self._keep:
-                item = Sequenced(seq, event, self._encode)
-                ring = self._ring
-                if ring is None:
-                    ring = self._ring = deque(maxlen=self._ring_size)
-                ring.append(item)
-                for subscription in self._subscriptions:
-                    if subscription._state == _OPEN and not subscription._offer(item):
-                        await subscription._put_blocking(item)
+            seq, item = self._number(event)
             pending = self._pending
             if pending:  # left over by a cancelled publish: those come first
                 pending.append(event)
                 event = pending.pop(0)
-            while True:
-                for entry in self._callbacks:
-                    if not entry.active:
-                        continue
-                    try:
-                        awaitable = entry.callback(event)
-                        if awaitable is not None:
-                            self._holder = trio.lowlevel.current_task()
-                            try:
-                                await awaitable
-                            finally:
-                                self._holder = None
-                    except Exception:
-                        log.exception("subscriber_failed", subscriber=entry.callback)
-                if not pending:
-                    return seq
-                event = pending.pop(0)
-        finally:
-            waiting = self._waiting_publishers
-            if waiting:
-                waiting.unpark()  # the lock passes to it: _locked stays True
-            else:
-                self._locked = False
+        except BaseException:
+            self._unlock()
+            raise
+        # _finish delivers (subscriptions, then callbacks, then what they published) and
+        # releases the lock.
+        return await self._finish(event, seq, self._subscriptions, item, None, None)
+
+    def _number(self, event: T) -> tuple[int, Sequenced[T] | None]:
+        """Give ``event`` the next seq and keep it in the ring (only once a cursor can exist:
+        before that there is nothing to keep or hand out, so no record is made)."""
+        seq = self._seq = self._seq + 1
+        if not self._keep:
+            return seq, None
+        item = Sequenced(seq, event, self._encode)
+        ring = self._ring
+        if ring is None:
+            ring = self._ring = deque(maxlen=self._ring_size)
+        ring.append(item)
+        return seq, item
 
     def deliver(self, event: T) -> Awaitable[int] | None:
         """`publish` without a coroutine when nothing has to wait: return None if ``event``
@@ -767,8 +752,8 @@ class EventLog(Generic[T]):
         rest: tuple[_Callback[T], ...] | None,
         waiting: tuple[_Callback[T], Awaitable[Any]] | None,
     ) -> int:
-        # Holds the lock taken by deliver: what deliver could not do in the call, then the
-        # rest in publish's order (subscriptions, callbacks, events callbacks published).
+        # Holds the lock (taken by publish or deliver): what deliver could not do in the call,
+        # then the rest in order (subscriptions, callbacks, events the callbacks published).
         try:
             if item is not None:
                 for subscription in blocked:
@@ -817,13 +802,8 @@ class EventLog(Generic[T]):
         # The publisher's own task, inside a callback: number the event and hand it to the
         # subscriptions now; the running publish hands it to the callbacks after the current
         # event (waiting for that here would wait for ourselves).
-        seq = self._seq = self._seq + 1
-        if self._keep:
-            item = Sequenced(seq, event, self._encode)
-            ring = self._ring
-            if ring is None:
-                ring = self._ring = deque(maxlen=self._ring_size)
-            ring.append(item)
+        seq, item = self._number(event)
+        if item is not None:
             for subscription in self._subscriptions:
                 if subscription._state == _OPEN and not subscription._offer(item):
                     await subscription._put_blocking(item)
