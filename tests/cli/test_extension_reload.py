@@ -5,12 +5,11 @@ real CLI in print mode with the faux provider and real files."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-CLI_GUARD_S = 60
+from cli_process import run_faux_cli
+
 """A hung command fails the test instead of hanging the suite (not a timing assertion)."""
 
 TOOLS_EXTENSION = """
@@ -72,18 +71,7 @@ def run_cli(
     home = tmp_path / "home"
     cwd = home / "project"
     cwd.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PITRIO_", "PI_"))}
-    env["HOME"] = str(home)
-    env.update(extra_env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "pitrio", "--provider", "faux", "--no-session", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=CLI_GUARD_S,
-        check=False,
-    )
+    return run_faux_cli(cwd, home, *args, extra_env=extra_env)
 
 
 def records(log: Path) -> list[dict[str, object]]:

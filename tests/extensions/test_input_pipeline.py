@@ -6,14 +6,13 @@ and the Python API."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import trio
 import trio.testing
+from cli_process import CLI_GUARD_S, run_faux_cli
 
 from pitrio.extensions import ExtensionAPI
 from pitrio.providers import UserMessage
@@ -24,7 +23,6 @@ from tests.extensions.test_context_examples import text_of
 from tests.host.rpc_process import open_rpc
 from tests.host.serve_helpers import open_client, open_test_host, text_of_deltas
 
-CLI_GUARD_S = 60
 """A hung command fails the test instead of hanging the suite (not a timing assertion)."""
 
 PIPELINE_EXTENSION = """
@@ -70,17 +68,7 @@ def _seen(extension: Path) -> list[str]:
 
 
 def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PITRIO_", "PI_"))}
-    env["HOME"] = str(project.parent)
-    return subprocess.run(
-        [sys.executable, "-m", "pitrio", "--provider", "faux", "--no-session", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=CLI_GUARD_S,
-        check=False,
-    )
+    return run_faux_cli(project, project.parent, *args)
 
 
 def test_print_mode_runs_input_before_builtins_and_expansion(tmp_path: Path) -> None:

@@ -3,16 +3,14 @@ points, and -e / --no-extensions / extension flags through the real CLI."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_process import run_faux_cli
 
 from pitrio.extensions import ExtensionRunner, load_extensions
 
-CLI_GUARD_S = 60
 """A hung command fails the test instead of hanging the suite (not a timing assertion)."""
 
 
@@ -146,17 +144,7 @@ def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     home = tmp_path / "home"
     cwd = home / "project"
     cwd.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PITRIO_", "PI_"))}
-    env["HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "pitrio", "--provider", "faux", "--no-session", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=CLI_GUARD_S,
-        check=False,
-    )
+    return run_faux_cli(cwd, home, *args)
 
 
 def test_cli_loads_e_paths_parses_their_flags_and_reports_handler_errors(tmp_path: Path) -> None:
