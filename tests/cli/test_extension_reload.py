@@ -10,8 +10,6 @@ from pathlib import Path
 
 from cli_process import run_faux_cli
 
-"""A hung command fails the test instead of hanging the suite (not a timing assertion)."""
-
 TOOLS_EXTENSION = """
 import json, os
 

@@ -23,8 +23,6 @@ from tests.extensions.test_context_examples import text_of
 from tests.host.rpc_process import open_rpc
 from tests.host.serve_helpers import open_client, open_test_host, text_of_deltas
 
-"""A hung command fails the test instead of hanging the suite (not a timing assertion)."""
-
 PIPELINE_EXTENSION = """
 import pathlib
 SEEN = pathlib.Path(__file__).with_name("seen.txt")

@@ -11,8 +11,6 @@ from cli_process import run_faux_cli
 
 from pitrio.extensions import ExtensionRunner, load_extensions
 
-"""A hung command fails the test instead of hanging the suite (not a timing assertion)."""
-
 
 def recorder(name: str) -> str:
     """An extension that appends its name to the shared ORDER list when registered and adds
