@@ -319,17 +319,22 @@ async def test_an_extension_that_fails_to_load_is_an_extension_error_event(
     assert "extension_load_failed" in logged and sid in logged
 
 
+async def _saved_session(client: Client) -> tuple[str, str]:
+    """Create a session and run one prompt, so that its file exists; its id and file."""
+    created = await client.call({"type": "create_session"})
+    sid = created["data"]["session"]
+    await client.call({"type": "prompt", "session": sid, "message": "hi"})
+    await client.until(lambda f: f.get("type") == "agent_end")  # the file is written
+    return sid, created["data"]["sessionFile"]
+
+
 async def test_paths_a_client_names_stay_inside_the_hosts_folders(tmp_path: Path) -> None:
     """switch_session, new_session's parentSession and export_html name files the host opens
     or writes with its own privileges: outside the session folder (or, for output, a root)
     they are refused and nothing is written; inside they work."""
     root, outside = _folders(tmp_path)
     async with open_test_host(root) as host, open_client(host) as client:
-        created = await client.call({"type": "create_session"})
-        sid = created["data"]["session"]
-        original = created["data"]["sessionFile"]
-        await client.call({"type": "prompt", "session": sid, "message": "hi"})
-        await client.until(lambda f: f.get("type") == "agent_end")  # the file is written
+        sid, original = await _saved_session(client)
         escapes = ["../../outside/s.jsonl", str(outside / "s.jsonl"), "/etc/passwd"]
         for path in escapes:
             for frame in (
@@ -361,11 +366,7 @@ async def test_export_html_cannot_overwrite_a_session_file(tmp_path: Path) -> No
     folder: the export is refused and the saved session is left as it was."""
     root, _ = _folders(tmp_path)
     async with open_test_host(root) as host, open_client(host) as client:
-        created = await client.call({"type": "create_session"})
-        sid = created["data"]["session"]
-        original = created["data"]["sessionFile"]
-        await client.call({"type": "prompt", "session": sid, "message": "hi"})
-        await client.until(lambda f: f.get("type") == "agent_end")  # the file is written
+        sid, original = await _saved_session(client)
         before = await trio.Path(original).read_bytes()
         refused = await client.call({"type": "export_html", "session": sid, "outputPath": original})
         assert refused["success"] is False, refused
