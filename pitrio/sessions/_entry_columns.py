@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from typing import Any, Final, cast
 
 from pitrio._fast_init import positional_factory
-from pitrio._wire_fast import _slot_setters
 from pitrio.actors import AgentMessage
 from pitrio.sessions._entries import SessionEntry, SessionMessageEntry
 
@@ -24,7 +23,6 @@ _build_message_entry: Final = positional_factory(
 )
 """``SessionMessageEntry(id=, parent_id=, timestamp=, message=)``, built through the slots (half
 the time of its ``__init__``, which matters when a whole branch of a long session is built)."""
-_SETTERS: Final = _slot_setters(SessionMessageEntry)
 
 
 class EntryColumns:
@@ -99,37 +97,15 @@ class EntryColumns:
         out: list[SessionEntry] = []
         append = out.append
         built = 0
-        if _SETTERS is not None:
-            # _build_message_entry's body, inlined: a whole branch can be 10,000 entries.
-            new, cls = object.__new__, SessionMessageEntry
-            set_type, set_id, set_parent = _SETTERS["type"], _SETTERS["id"], _SETTERS["parent_id"]
-            set_time, set_message = _SETTERS["timestamp"], _SETTERS["message"]
-            set_extra = _SETTERS["extra"]
-            for index in indices:
-                entry = entries[index]
-                if entry is None:
-                    entry = entries[index] = new(cls)
-                    set_type(entry, "message")
-                    set_id(entry, ids[index])
-                    set_parent(entry, parents[index])
-                    set_time(entry, times[index])
-                    set_message(entry, messages[index])
-                    set_extra(entry, None)
-                    built += 1
-                append(entry)
-        else:
-            build = _build_message_entry
-            for index in indices:
-                entry = entries[index]
-                if entry is None:
-                    entry = entries[index] = build(
-                        ids[index],
-                        parents[index],
-                        times[index],
-                        messages[index],
-                    )
-                    built += 1
-                append(entry)
+        build = _build_message_entry
+        for index in indices:
+            entry = entries[index]
+            if entry is None:
+                entry = entries[index] = build(
+                    ids[index], parents[index], times[index], messages[index]
+                )
+                built += 1
+            append(entry)
         self.unbuilt -= built
         return out
 
