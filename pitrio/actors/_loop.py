@@ -434,6 +434,10 @@ class LoopController:
                         await emit(
                             MessageUpdateEvent(assistant_message_event=event, message=event.partial)
                         )
+                # Nothing of the burst may stay referenced across the next wait: a paced
+                # stream waits once per token, and the cyclic collector promotes whatever
+                # a waiting task keeps alive (then counts it towards its next full pass).
+                del batch, event
         finally:
             stream.close()  # no checkpoint: nothing to shield
         self._stream = None

@@ -8,7 +8,7 @@ without limit.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Generic, Self, TypeVar
 
 import attrs
@@ -300,12 +300,14 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    def receive_all_nowait(self) -> list[T]:
+    def receive_all_nowait(self) -> Sequence[T]:
         """Take every buffered event at once, oldest first, without waiting (no checkpoint).
 
         The batch form of `receive_nowait` for a consumer that handles bursts: an empty list
         means nothing is buffered; ``await anext(stream)`` then parks until the next event, or
-        ends the iteration once the stream is finished.
+        ends the iteration once the stream is finished. The empty answer is one shared empty
+        tuple: a paced consumer parks right after asking, and a fresh list per ask would live
+        across every wait (long enough for the cyclic collector to promote it).
 
         Raises:
             trio.ClosedResourceError: The consumer closed the stream.
@@ -314,7 +316,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         if not buf:
             if self._consumer_closed:
                 raise trio.ClosedResourceError("the event stream's consumer side was closed")
-            return []
+            return ()
         events = list(buf)
         buf.clear()
         if self._writers:

@@ -441,6 +441,8 @@ class FauxProvider:
                 item = make(index, chunk, snapshot())
                 if not offer(item):
                     await out.push(item)
+                # Not kept across the next wait: the cyclic collector would promote it.
+                del item
             return sent + len(chunks)
         every = self._yield_every
         # A checkpoint before every ``every``-th chunk of the whole answer (counted across
