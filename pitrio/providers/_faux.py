@@ -419,11 +419,13 @@ class FauxProvider:
     ) -> int:
         """Stream ``text`` into block ``index`` chunk by chunk; return the chunks sent so far.
 
-        The per-token path, so it is one frame: the pacing wait or the checkpoint and the
-        push are inlined. Paced: every chunk waits ``tokens / tokens_per_second`` on the run's
-        shared pacing clock (no Trio deadline per chunk, see ``_pacing``). Unlimited: a
-        checkpoint every ``yield_every`` chunks; with 0 the provider yields only when the
-        consumer is a whole buffer behind (the push waits for room).
+        The per-token path, so it is one frame: the checkpoint and the push are inlined.
+        Paced: every chunk is delivered ``tokens / tokens_per_second`` after the one before
+        by the run's shared pacing clock (``_pacing``: no Trio deadline per chunk, and this
+        task sleeps through the block instead of waking per chunk; an event the consumer has
+        no room for comes back here to be pushed with backpressure). Unlimited: a checkpoint
+        every ``yield_every`` chunks; with 0 the provider yields only when the consumer is a
+        whole buffer behind (the push waits for room).
         """
         append = builder.chunk_appender(index)
         snapshot = builder.snapshot
@@ -432,17 +434,21 @@ class FauxProvider:
         chunks = _split(text, self._min, self._max, self._rng)
         tps = self._tps
         if tps is not None and tps > 0:
-            # One pacer per block: its waits allocate nothing (see _pacing).
-            wait_until = pacing_clock().pacer().until
-            current_time = trio.current_time
-            for chunk in chunks:
-                await wait_until(current_time() + _estimate_tokens(chunk) / tps)
+
+            def delay(chunk: str) -> float:
+                return _estimate_tokens(chunk) / tps
+
+            def deliver(chunk: str) -> object:
                 append(chunk)
                 item = make(index, chunk, snapshot())
-                if not offer(item):
-                    await out.push(item)
-                # Not kept across the next wait: the cyclic collector would promote it.
-                del item
+                return None if offer(item) else item
+
+            pacer = pacing_clock().pacer()
+            stopped = await pacer.feed(chunks, delay, deliver)
+            while stopped is not None:
+                await out.push(stopped)
+                del stopped  # not kept across the next wait (the cyclic GC would promote it)
+                stopped = await pacer.feed_on()
             return sent + len(chunks)
         every = self._yield_every
         # A checkpoint before every ``every``-th chunk of the whole answer (counted across

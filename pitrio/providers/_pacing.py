@@ -36,8 +36,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
-from collections.abc import Awaitable, Coroutine, Generator
-from typing import Any, Final, cast
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import Any, Final, TypeVar, cast
 
 import outcome
 import trio
@@ -52,6 +52,29 @@ _WAKE: Final = outcome.Value(None)
 """What a released waiter is rescheduled with (never unwrapped, so one object serves all)."""
 _LEAD: Final = outcome.Value("lead")
 """What a parked waiter is rescheduled with when it becomes the leader."""
+
+C = TypeVar("C")
+
+
+def _no_delay(_: object) -> float:
+    return 0.0
+
+
+def _no_delivery(_: object) -> object:
+    return None
+
+
+class _ReadyNone:
+    """An awaitable that returns None at once, without a checkpoint (an empty feed)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        return
+        yield
+
+
+READY_NONE: Final = _ReadyNone()
 
 _Entry = list[Any]
 """A heap entry ``[due, seq, pacer]``; ``pacer`` is None once released or cancelled (dead).
@@ -68,13 +91,31 @@ class Pacer:
     hand-over).
     """
 
-    __slots__ = ("__weakref__", "_clock", "_entry", "_message", "_sub", "_task")
+    __slots__ = (
+        "__weakref__",
+        "_chunks",
+        "_clock",
+        "_delay",
+        "_deliver",
+        "_entry",
+        "_message",
+        "_outcome",
+        "_position",
+        "_sub",
+        "_task",
+    )
 
     def __init__(self, clock: PacingClock) -> None:
         self._clock = clock
         self._task: trio.lowlevel.Task | None = None
         self._entry: _Entry = [0.0, 0, None]
-        self._sub: Coroutine[Any, Any, None] | None = None
+        self._sub: Coroutine[Any, Any, Any] | None = None
+        # A feed (see `feed`): the chunks, the next one's index, and the two callbacks.
+        self._chunks: Sequence[Any] | None = None
+        self._position = 0
+        self._delay: Callable[[Any], float] = _no_delay
+        self._deliver: Callable[[Any], Any] = _no_delivery
+        self._outcome: Any = _WAKE  # how the feed's last release ended (the leader's answer)
         # The park message's abort reaches the pacer through a weak reference: a strong one
         # would be a cycle, and the pacer (with the stream's task, its nursery and scopes
         # until the task is gone) would wait for a full collection instead of dying with the
@@ -88,6 +129,48 @@ class Pacer:
 
         Await it at once, from the task that called this (a checkpoint, cancellable).
         """
+        self._chunks = None
+        return self._arm(due)
+
+    def feed(
+        self,
+        chunks: Sequence[C],
+        delay: Callable[[C], float],
+        deliver: Callable[[C], object],
+    ) -> Awaitable[Any]:
+        """Hand ``chunks`` to ``deliver`` one at a time, each ``delay(chunk)`` seconds after
+        the one before (the first: after now); the awaitable returns once all were delivered.
+
+        The per-token path of a paced stream without a task switch per token: the chunks are
+        delivered by whichever waiter holds the clock when they fall due, so the feeding task
+        sleeps through the whole block and the clock's one wake-up per tick serves every
+        stream. ``deliver`` must not block and should not raise (it runs in another stream's
+        task; an exception is handed back to this awaitable). It returns None once the chunk
+        is delivered, or something else to stop the feed: the awaitable then returns that
+        (say, an event the consumer had no room for, to push with backpressure) and a later
+        ``await pacer.feed_on()`` continues with the next chunk, its delay counted from then.
+
+        Await it at once, from the task that called this (a checkpoint, cancellable; a
+        cancelled feed delivers nothing more).
+        """
+        self._chunks = chunks
+        self._position = 0
+        self._delay = delay
+        self._deliver = deliver
+        if not chunks:
+            return READY_NONE
+        return self.feed_on()
+
+    def feed_on(self) -> Awaitable[Any]:
+        """Continue the feed from its next chunk (after it returned a stopped delivery)."""
+        chunks = self._chunks
+        assert chunks is not None, "feed_on() without a feed"
+        position = self._position
+        if position >= len(chunks):
+            return READY_NONE
+        return self._arm(trio.current_time() + self._delay(chunks[position]))
+
+    def _arm(self, due: float) -> Awaitable[Any]:
         clock = self._clock
         task = self._task = trio.lowlevel.current_task()
         entry = self._entry
@@ -105,9 +188,11 @@ class Pacer:
             return self._park_public()
         return self
 
-    async def _park_public(self) -> None:  # pragma: no cover - see the import above
-        if await trio.lowlevel.wait_task_rescheduled(self._abort) is _LEAD.value:
-            await self._clock._lead(self)
+    async def _park_public(self) -> Any:  # pragma: no cover - see the import above
+        value = await trio.lowlevel.wait_task_rescheduled(self._abort)
+        if value is _LEAD.value:
+            return await self._clock._lead(self)
+        return value
 
     def _abort(self, _: object) -> trio.lowlevel.Abort:
         # Cancelled while parked as a follower: the entry stays in the heap, dead; the next
@@ -203,8 +288,9 @@ class PacingClock:
         """Return once the Trio clock reaches ``due`` (a checkpoint, cancellable)."""
         await Pacer(self).until(due)
 
-    async def _lead(self, me: Pacer) -> None:
-        # Sleep until the earliest due, release what is due, until our own entry was released.
+    async def _lead(self, me: Pacer) -> Any:
+        # Sleep until the earliest due, release what is due, until our own entry was released;
+        # return what our own wait ended with (a feed's stopped delivery, or None).
         heap = self._heap
         entry = me._entry
         try:
@@ -222,15 +308,46 @@ class PacingClock:
             me._task = None
             self._leader = None
             self._promote()
+        result, me._outcome = me._outcome, _WAKE
+        return None if result is _WAKE else result.unwrap()  # _WAKE is shared: never unwrapped
 
     def _release(self, now: float, me: Pacer) -> None:
         heap = self._heap
         reschedule = trio.lowlevel.reschedule
         heappop = heapq.heappop
+        heappush = heapq.heappush
+        seq = self._seq
         while heap and heap[0][0] <= now:
             entry = heappop(heap)
             pacer = entry[2]
             if pacer is None:
+                continue
+            chunks = pacer._chunks
+            if chunks is not None:
+                # A feed: deliver its due chunk here; it sleeps on while chunks remain.
+                position = pacer._position
+                try:
+                    stopped = pacer._deliver(chunks[position])
+                except Exception as exc:  # handed to the feed's own task, not raised here
+                    pacer._position = len(chunks)
+                    result: Any = outcome.Error(exc)
+                else:
+                    position += 1
+                    pacer._position = position
+                    if stopped is None:
+                        if position < len(chunks):
+                            entry[0] = now + pacer._delay(chunks[position])
+                            entry[1] = next(seq)
+                            heappush(heap, entry)
+                            continue
+                        result = _WAKE
+                    else:
+                        result = outcome.Value(stopped)
+                entry[2] = None
+                if pacer is me:
+                    me._outcome = result
+                else:
+                    reschedule(pacer._task, result)
                 continue
             entry[2] = None
             if pacer is not me:
