@@ -65,7 +65,7 @@ from pitrio.actors._tool_runner import (
     ToolExecution,
     ToolRunner,
 )
-from pitrio.channels import DELIVERED, Mailbox
+from pitrio.channels import DELIVERED, NOT_TAKEN, Mailbox
 from pitrio.providers import (
     ABORTED_MESSAGE,
     EMPTY_USAGE,
@@ -402,6 +402,7 @@ class LoopController:
             # only when the stream runs dry (one hand-off per burst, not per token). A
             # delta whose subscribers are all synchronous costs no await at all.
             receive_all = stream.receive_all_nowait
+            inline = self._inline_update  # one bound method per call, not one per wait
             started = self._assistant_started
             final: AssistantMessage | None = None
             while final is None:
@@ -410,8 +411,13 @@ class LoopController:
                     if stream.exhausted:
                         final = await stream.result()
                         break
-                    # Parks with no coroutine per wait (a paced stream: one per token).
-                    await stream.wait_readable()
+                    # Parks with no coroutine per wait; meanwhile a delta offered by the
+                    # provider is delivered by _inline_update in the provider's task, and
+                    # this task stays parked (a paced stream: no task switch per token).
+                    rest = await stream.wait_readable(inline)
+                    if rest is not None:
+                        await rest  # a delivery _inline_update began, finished here
+                        del rest
                     continue
                 for event in batch:
                     if type(event) in _UPDATE_KINDS:
@@ -443,6 +449,16 @@ class LoopController:
         self._stream = None
         assert final is not None  # the loop above ends only with the final message
         return await self._end_assistant(final)
+
+    def _inline_update(self, event: Any) -> Any:
+        """Deliver a streamed delta while the stream's consumer (`_stream_assistant`) is
+        parked with nothing buffered: exactly what its loop would do with it, in the
+        provider's task. Returns the delivery to finish when a subscriber must be awaited
+        (the consumer awaits it), `NOT_TAKEN` for any other event (the consumer takes it)."""
+        if type(event) in _UPDATE_KINDS and self._assistant_started:
+            delivery = self._emit(_message_update(event, event.partial))
+            return None if delivery is DELIVERED else delivery
+        return NOT_TAKEN
 
     async def _end_assistant(self, final: AssistantMessage) -> AssistantMessage:
         """Finish the LLM call's message: the hook, then message_start (if owed) and _end."""

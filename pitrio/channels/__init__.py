@@ -39,6 +39,7 @@ from ._event_log import EventLogSubscriptionStatistics as EventLogSubscriptionSt
 from ._event_log import Sequenced as Sequenced
 from ._event_log import Snapshot as Snapshot
 from ._event_stream import EVENT_STREAM_BUFFER as EVENT_STREAM_BUFFER
+from ._event_stream import NOT_TAKEN as NOT_TAKEN
 from ._event_stream import EventStream as EventStream
 from ._event_stream import EventStreamStatistics as EventStreamStatistics
 from ._exceptions import MailboxFull as MailboxFull
@@ -58,6 +59,7 @@ __all__ = [
     "DELIVERED",
     "EVENT_STREAM_BUFFER",
     "MAILBOX_SIZE",
+    "NOT_TAKEN",
     "REPLAY_RING",
     "SUBSCRIPTION_BUFFER",
     "Broadcast",

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, Generic, Self, TypeVar
+from typing import Any, Final, Generic, Self, TypeVar
 
 import attrs
+import outcome
 import trio
 
 from ._exceptions import StreamEndedWithoutResult
@@ -19,6 +20,10 @@ from ._park import READY, Park, wake
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+NOT_TAKEN: Final[Any] = object()
+"""What a consumer's inline handler (see `EventStream.wait_readable`) returns for an event it
+leaves to the consumer's task: the event is then buffered and the consumer woken."""
 
 EVENT_STREAM_BUFFER: Final = 64
 """Default number of events an `EventStream` holds before ``push`` blocks.
@@ -92,6 +97,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_extract_result",
         "_finished",
         "_has_result",
+        "_inline",
         "_is_complete",
         "_max_buffer",
         "_park",
@@ -118,6 +124,9 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # (no Value objects, no OrderedDict of waiting receivers), and this is per token.
         self._buffer: deque[T] = deque()
         self._receiver: trio.lowlevel.Task | None = None
+        # What the parked consumer asked to have done with an offered event in place of a
+        # wake-up (see wait_readable); meaningful only while _receiver is set.
+        self._inline: Callable[[T], Any] | None = None
         # The consumer's park, made at its first wait: a wait allocates nothing (a paced
         # stream's consumer parks once per token). It refers back to the stream, a cycle that
         # aclose breaks.
@@ -215,6 +224,23 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         buf = self._buffer
         receiver = self._receiver
         if receiver is not None:
+            inline = self._inline
+            if inline is not None:
+                # The consumer is parked with nothing buffered and handles this event here,
+                # in the producer's task: no task switch. It stays parked unless the handler
+                # hands back an awaitable to finish in the consumer's own task (or raised).
+                try:
+                    rest = inline(event)
+                except Exception as exc:
+                    self._receiver = None
+                    trio.lowlevel.reschedule(receiver, outcome.Error(exc))
+                    return True
+                if rest is None:
+                    return True
+                if rest is not NOT_TAKEN:
+                    self._receiver = None
+                    trio.lowlevel.reschedule(receiver, outcome.Value(rest))
+                    return True
             self._receiver = None
             buf.append(event)
             wake(receiver)
@@ -328,7 +354,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         """True once the stream is finished and every event was taken."""
         return self._send_closed and not self._buffer
 
-    def wait_readable(self) -> Awaitable[None]:
+    def wait_readable(self, inline: Callable[[T], Any] | None = None) -> Awaitable[Any]:
         """Return an awaitable that completes once an event is buffered or the stream is
         finished (at once if it already is); no coroutine is made when it has to wait.
 
@@ -336,11 +362,20 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         otherwise be an ``anext`` coroutine (a paced stream's consumer waits once per token):
         ``if not batch: if stream.exhausted: ...; await stream.wait_readable()``. A
         cancellation point while it waits, like ``anext``.
+
+        ``inline``, if given, handles events `offer`-ed while the consumer waits, in the
+        producer's task, without waking the consumer (a token then costs no task switch). It
+        must not block and is called only while nothing is buffered, so events keep their
+        order. It returns None when it handled the event (the consumer stays parked),
+        `NOT_TAKEN` to have it buffered as usual (the consumer wakes), or an awaitable the
+        consumer must finish first: the wait then returns it. An exception it raises is
+        raised by the wait, in the consumer's task. The awaitable returns None otherwise.
         """
         if self._buffer or self._send_closed or self._consumer_closed:
             return READY
         if self._writers:
             self._writers.unpark()  # max_buffer=0: the waiting producer hands over to us
+        self._inline = inline
         self._receiver = trio.lowlevel.current_task()
         park = self._park
         if park is None:
@@ -383,6 +418,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._consumer_closed = True
         self._buffer.clear()
         self._park = None
+        self._inline = None
         self._writers.unpark_all()
 
     def _abort_receive(self, _: object) -> trio.lowlevel.Abort:

@@ -53,6 +53,13 @@ _WAKE: Final = outcome.Value(None)
 _LEAD: Final = outcome.Value("lead")
 """What a parked waiter is rescheduled with when it becomes the leader."""
 
+RELEASE_DELIVERIES: Final = 64
+"""Feed deliveries the time keeper makes per pass before it lets the other tasks run (the
+rest of what is due follows on its next pass, a scheduler round later). A delivery runs the
+whole per-token path of the consumer (its agent's reducer and subscribers), so with thousands
+of paced streams falling due together an unbounded pass would hold the event loop for as long
+as all of them take."""
+
 C = TypeVar("C")
 
 
@@ -317,6 +324,7 @@ class PacingClock:
         heappop = heapq.heappop
         heappush = heapq.heappush
         seq = self._seq
+        budget = RELEASE_DELIVERIES
         while heap and heap[0][0] <= now:
             entry = heappop(heap)
             pacer = entry[2]
@@ -325,6 +333,10 @@ class PacingClock:
             chunks = pacer._chunks
             if chunks is not None:
                 # A feed: deliver its due chunk here; it sleeps on while chunks remain.
+                if not budget:  # the rest on the next pass, after other tasks had a turn
+                    heappush(heap, entry)
+                    return
+                budget -= 1
                 position = pacer._position
                 try:
                     stopped = pacer._deliver(chunks[position])

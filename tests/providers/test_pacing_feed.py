@@ -9,7 +9,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pitrio.providers._pacing import pacing_clock
+from pitrio.providers._pacing import RELEASE_DELIVERIES, pacing_clock
 
 DELAY = 0.02
 """Seconds per unit of a chunk in these tests (a chunk ``n`` waits ``n * DELAY``)."""
@@ -174,3 +174,36 @@ def test_feeds_and_waits_together_keep_every_due(
         assert clock.waiting() == 0
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def test_many_feeds_due_together_let_other_tasks_run_between_passes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Three passes' worth of feeds falling due at once are delivered a bounded number per
+    pass, and a task waiting meanwhile runs between the passes."""
+    total = 3 * RELEASE_DELIVERIES
+    delivered = 0
+    first = trio.Event()
+    observed: list[int] = []
+
+    async def one() -> None:
+        def deliver(chunk: int) -> None:
+            nonlocal delivered
+            delivered += 1
+            first.set()
+
+        await pacing_clock().pacer().feed([1], lambda c: DELAY, deliver)
+
+    async def watch() -> None:
+        await first.wait()
+        while delivered < total:
+            observed.append(delivered)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch)
+        for _ in range(total):
+            nursery.start_soon(one)
+    assert delivered == total
+    assert observed and max(observed) < total
+    assert all(n <= RELEASE_DELIVERIES * (i + 1) for i, n in enumerate(sorted(set(observed))))

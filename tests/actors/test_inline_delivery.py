@@ -1,0 +1,81 @@
+"""A paced stream's deltas are delivered from the provider's task while the loop waits; every
+subscriber, sync or async, still sees the same events in the same order as an unpaced run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+import trio.testing
+
+from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
+
+from helpers import Recorder, assistant, call, echo_tool, make_faux, tool_then_text
+
+
+def _shape(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
+    """Each event's type, its delta type and the partial text or arguments it carries."""
+    out = []
+    for event in events:
+        if isinstance(event, MessageUpdateEvent):
+            inner = event.assistant_message_event
+            out.append((event.type, inner.type, repr(event.message.content)))
+        else:
+            out.append((event.type, "", ""))
+    return out
+
+
+async def _run(tokens_per_second: float | None) -> tuple[list[AgentEvent], list[AgentEvent]]:
+    faux, registry = make_faux(tokens_per_second=tokens_per_second)
+    faux.set_responses(
+        [tool_then_text([call("t1", "hello there")], "abcd" * 6)] * 2 + [assistant("efgh" * 5)]
+    )
+    sync_seen = Recorder()
+    async_seen: list[AgentEvent] = []
+
+    async def slow(event: AgentEvent) -> None:
+        await trio.sleep(0.001)  # an async subscriber the publish has to await
+        async_seen.append(event)
+
+    async with open_agent(model=faux.get_model(), registry=registry, tools=[echo_tool()]) as agent:
+        agent.subscribe(sync_seen)
+        agent.subscribe(slow)
+        await agent.prompt("use the tool")
+        await agent.prompt("and talk")
+    return sync_seen.events, async_seen
+
+
+async def test_paced_and_unpaced_runs_deliver_the_same_events(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With and without pacing, a sync and an async subscriber each see the same events."""
+    paced_sync, paced_async = await _run(50.0)
+    fast_sync, fast_async = await _run(None)
+    assert _shape(paced_sync) == _shape(fast_sync)
+    assert _shape(paced_async) == _shape(paced_sync)
+    assert _shape(fast_async) == _shape(fast_sync)
+    assert sum(isinstance(e, MessageUpdateEvent) for e in paced_sync) > 20
+
+
+async def test_a_subscriber_aborting_from_a_delta_stops_the_paced_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """agent.abort() called by a sync subscriber on the fifth delta (run in the provider's
+    task) ends the run as aborted, with no delta after the next one."""
+    faux, registry = make_faux(tokens_per_second=50)
+    faux.set_responses([assistant("abcd" * 40)])
+    deltas: list[Any] = []
+    async with open_agent(model=faux.get_model(), registry=registry) as agent:
+
+        def listener(event: AgentEvent) -> None:
+            if isinstance(event, MessageUpdateEvent):
+                deltas.append(event)
+                if len(deltas) == 5:
+                    agent.abort()
+
+        agent.subscribe(listener)
+        with trio.fail_after(10):
+            await agent.prompt("talk")
+    last = agent.messages[-1]
+    assert last.stop_reason == "aborted"  # type: ignore[union-attr]
+    assert 5 <= len(deltas) <= 6

@@ -1,0 +1,172 @@
+"""EventStream.wait_readable(inline): events offered while the consumer waits are handled in the
+producer's task, in order with everything buffered, and the consumer wakes only when it must."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pitrio.channels import NOT_TAKEN, EventStream
+
+
+@attrs.frozen
+class Ev:
+    kind: str
+    value: int = 0
+
+
+def make_stream(max_buffer: int = 8) -> EventStream[Ev, int]:
+    return EventStream(lambda e: e.kind == "done", lambda e: e.value, max_buffer=max_buffer)
+
+
+class Consumer:
+    """A batch consumer whose inline handler takes "delta" events and leaves the rest."""
+
+    def __init__(self, stream: EventStream[Ev, int]) -> None:
+        self.stream = stream
+        self.got: list[tuple[str, Ev]] = []  # (where it was handled, event)
+        self.wake_ups = 0
+        self.after_inline: Awaitable[None] | None = None
+
+    def inline(self, event: Ev) -> Any:
+        if event.kind != "delta":
+            return NOT_TAKEN
+        self.got.append(("inline", event))
+        pending, self.after_inline = self.after_inline, None
+        return pending
+
+    async def run(self) -> None:
+        stream = self.stream
+        while True:
+            batch = stream.receive_all_nowait()
+            if not batch:
+                if stream.exhausted:
+                    return
+                rest = await stream.wait_readable(self.inline)
+                self.wake_ups += 1
+                if rest is not None:
+                    await rest
+                continue
+            self.got.extend(("task", event) for event in batch)
+
+
+async def test_offered_deltas_are_handled_inline_while_the_consumer_sleeps() -> None:
+    """Deltas offered to a waiting consumer are handled at once and do not wake it; an event
+    it leaves wakes it, and the deltas offered before it runs queue behind that event."""
+    stream = make_stream()
+    consumer = Consumer(stream)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consumer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        for i in range(3):
+            assert stream.offer(Ev("delta", i))
+        assert consumer.wake_ups == 0
+        assert [(w, e.value) for w, e in consumer.got] == [
+            ("inline", 0),
+            ("inline", 1),
+            ("inline", 2),
+        ]
+        assert stream.offer(Ev("end", 3))
+        assert stream.offer(Ev("delta", 4))  # buffered: the consumer is awake now
+        await trio.testing.wait_all_tasks_blocked()
+        assert consumer.wake_ups == 1
+        assert stream.offer(Ev("delta", 5))  # inline again: the consumer waits again
+        await stream.push(Ev("done", 6))
+    assert [(w, e.value) for w, e in consumer.got] == [
+        ("inline", 0),
+        ("inline", 1),
+        ("inline", 2),
+        ("task", 3),
+        ("task", 4),
+        ("inline", 5),
+        ("task", 6),
+    ]
+
+
+async def test_a_handler_can_leave_an_awaitable_for_the_consumer_to_finish() -> None:
+    """An awaitable the handler returns wakes the consumer, which finishes it before taking the
+    events offered meanwhile."""
+    stream = make_stream()
+    consumer = Consumer(stream)
+    finished: list[str] = []
+
+    async def finish() -> None:
+        await trio.lowlevel.checkpoint()
+        finished.append(f"finished after {len(consumer.got)} events")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consumer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        consumer.after_inline = finish()
+        assert stream.offer(Ev("delta", 0))
+        assert stream.offer(Ev("delta", 1))  # buffered behind the unfinished delivery
+        await trio.testing.wait_all_tasks_blocked()
+        assert finished == ["finished after 1 events"]
+        await stream.push(Ev("done", 2))
+    assert [(w, e.value) for w, e in consumer.got] == [("inline", 0), ("task", 1), ("task", 2)]
+
+
+async def test_an_exception_in_the_handler_is_raised_in_the_consumer() -> None:
+    """A handler that raises does not fail the producer: its consumer's wait raises it."""
+    stream = make_stream()
+
+    def broken(event: Ev) -> Any:
+        raise ValueError(f"cannot handle {event.value}")
+
+    async def consume() -> None:
+        await stream.wait_readable(broken)
+
+    with pytest.RaisesGroup(pytest.RaisesExc(ValueError, match="cannot handle 7")):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(consume)
+            await trio.testing.wait_all_tasks_blocked()
+            assert stream.offer(Ev("delta", 7))  # taken: the consumer raises, not the producer
+
+
+async def test_a_cancelled_consumer_handles_nothing_inline() -> None:
+    """Once the waiting consumer is cancelled its handler is not called any more; offers are
+    buffered as for any consumer that is not waiting."""
+    stream = make_stream()
+    consumer = Consumer(stream)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consumer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert stream.offer(Ev("delta", 1))
+    assert consumer.got == []
+    assert stream.statistics().buffered == 1
+
+
+@settings(deadline=None, max_examples=80)
+@given(
+    kinds=st.lists(st.sampled_from(["delta", "delta", "other"]), max_size=30),
+    pauses=st.lists(st.booleans(), min_size=30, max_size=30),
+)
+def test_inline_and_buffered_handling_keep_the_producer_order(
+    kinds: list[str], pauses: list[bool]
+) -> None:
+    """Whatever mix of taken and left events, offered with or without pauses, the consumer sees
+    every event exactly once, in the order offered."""
+
+    async def main() -> list[int]:
+        stream = make_stream(max_buffer=4)
+        consumer = Consumer(stream)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(consumer.run)
+            for i, (kind, pause) in enumerate(zip(kinds, pauses, strict=False)):
+                event = Ev(kind, i)
+                if not stream.offer(event):
+                    await stream.push(event)
+                if pause:
+                    await trio.testing.wait_all_tasks_blocked()
+            await stream.push(Ev("done", len(kinds)))
+        return [event.value for _, event in consumer.got]
+
+    assert trio.run(main) == list(range(len(kinds) + 1))
