@@ -192,7 +192,6 @@ class Agent:
         "_pending_tool_calls",
         "_provider_tools",
         "_run",
-        "_starting",
         "_steering",
         "_stream_message",
         "_system_prompt",
@@ -285,10 +284,9 @@ class Agent:
         self.busy_policy: BusyPolicy = busy_policy
         self.record_event = record_event
         self._run: _Run | None = None
-        self._inbox: trio.MemorySendChannel[_StartRun] | None = None
+        self._inbox: Mailbox[_StartRun] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
-        self._starting: trio.Event | None = None
         self._stream_message: StreamingMessage | None = None
         self._pending_tool_calls: frozenset[str] = frozenset()
         self._error: str | None = None
@@ -299,45 +297,49 @@ class Agent:
         self, *, task_status: trio.TaskStatus[Self] = trio.TASK_STATUS_IGNORED
     ) -> NoReturn:
         """Serve the agent until cancelled: ``agent = await nursery.start(agent.run)``."""
-        send, receive = trio.open_memory_channel[_StartRun](AGENT_INBOX)
+        inbox = self._open_inbox()
+        await self._run_task(inbox, task_status)
+
+    def _open_inbox(self) -> Mailbox[_StartRun]:
+        # A Mailbox, not a memory channel: the same bound and order, and its one consumer
+        # waits on a park made once (a channel's receive allocates a waiting chain per wait).
+        inbox = self._inbox = Mailbox[_StartRun](max_size=AGENT_INBOX)
+        return inbox
+
+    async def _run_task(
+        self, inbox: Mailbox[_StartRun], task_status: trio.TaskStatus[Self]
+    ) -> NoReturn:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                self._inbox = send
                 task_status.started(self)
-                await self._serve(receive)
+                await self._serve(inbox)
         finally:
             self._inbox = None
             self._nursery = None
             self._closed = True
-            send.close()
-            close_inbox(receive, UsageError("Agent is closed"))
+            close_inbox(inbox, UsageError("Agent is closed"))
             self._steering.close()
             self._follow_up.close()
             self._bus.close()
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def ensure_started(self, nursery: trio.Nursery) -> None:
-        """Start :meth:`run` in ``nursery`` unless it runs already; concurrent callers wait
-        for the one start. For an owner that starts its agent on first use (an idle
-        AgentSession keeps no agent task): the task still lives in the owner's nursery.
+        """Start :meth:`run` in ``nursery`` unless it runs already. For an owner that starts
+        its agent on first use (an idle AgentSession keeps no agent task): the task still
+        lives in the owner's nursery.
+
+        The inbox is open when this returns (commands sent now wait in it until the task
+        runs), so the start needs no handshake: no ``nursery.start`` and no event to wait on.
 
         Raises:
             UsageError: the agent was closed.
         """
-        while self._inbox is None:
+        if self._inbox is None:
             if self._closed:
                 raise UsageError("Agent is closed")
-            starting = self._starting
-            if starting is not None:
-                await starting.wait()
-                continue
-            self._starting = starting = trio.Event()
-            try:
-                await nursery.start(self.run)
-            finally:
-                self._starting = None
-                starting.set()
+            inbox = self._open_inbox()
+            nursery.start_soon(self._run_task, inbox, trio.TASK_STATUS_IGNORED, name=self.run)
 
     def close(self) -> None:
         """Refuse commands from now on and close the queues and the event bus (what the end of
@@ -347,17 +349,18 @@ class Agent:
         self._follow_up.close()
         self._bus.close()
 
-    async def _serve(self, inbox: trio.MemoryReceiveChannel[_StartRun]) -> NoReturn:
+    async def _serve(self, inbox: Mailbox[_StartRun]) -> NoReturn:
         """The agent's own task: execute commands one at a time, in arrival order."""
-        async for command in inbox:
-            if command.abandoned:
-                command.reply.set(None)
-                continue
-            try:
-                await self._start_run(command)
-            except Exception as exc:  # a caller mistake (UsageError): the sender raises it
-                command.reply.fail(exc)
-        raise AssertionError("unreachable")  # pragma: no cover
+        while True:
+            await inbox.wait_nonempty()  # only run()'s finally closes the inbox
+            for command in inbox.drain():  # one at a time: what is left is failed on close
+                if command.abandoned:
+                    command.reply.set(None)
+                    continue
+                try:
+                    await self._start_run(command)
+                except Exception as exc:  # a caller mistake (UsageError): the sender raises it
+                    command.reply.fail(exc)
 
     async def _start_run(self, command: _StartRun) -> None:
         current = self._run
@@ -644,7 +647,7 @@ class Agent:
                 else "Agent is closed"
             )
         try:
-            await inbox.send(command)
+            await inbox.put(command)
             run = await command.reply.wait()
             if run is not None:
                 await run.done.wait()
@@ -662,7 +665,7 @@ class Agent:
                     with trio.move_on_after(CLOSE_GRACE, shield=True):
                         await run.done.wait()
             raise
-        except trio.BrokenResourceError:
+        except trio.ClosedResourceError:
             raise UsageError("Agent is closed") from None
 
     def abort(self) -> None:

@@ -8,13 +8,14 @@ queue, and adds the notifications an actor needs to react to arrivals while it i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
 import trio
 
 from ._exceptions import MailboxFull
+from ._park import Park, wake
 
 T = TypeVar("T")
 
@@ -96,8 +97,10 @@ class Mailbox(Generic[T]):
         "_items",
         "_max_size",
         "_mode",
+        "_park_message",
         "_peak",
         "_putters",
+        "_waiter",
         "_waiters",
     )
 
@@ -113,11 +116,17 @@ class Mailbox(Generic[T]):
         self._items: list[T] = []
         self._peak = 0
         self._closed = False
-        # Tasks blocked in put(), in arrival order (dicts keep insertion order).
-        self._putters: dict[trio.lowlevel.Task, _PendingPut[T]] = {}
-        # Tasks blocked in wait_nonempty(), parked with wait_task_rescheduled; the list is
-        # created by the first one (an actor idling on its inbox holds one task here: a plain
-        # list costs a fraction of a ParkingLot and its park() frame).
+        # Tasks blocked in put(), in arrival order (dicts keep insertion order); created by
+        # the first (a box that never fills, the common case, holds no dict).
+        self._putters: dict[trio.lowlevel.Task, _PendingPut[T]] | None = None
+        # The task blocked in wait_nonempty() (an actor's inbox has one consumer): it parks on
+        # _park_message, one Park made by the first wait and reused, so a wait allocates
+        # nothing (an actor that parks after every command kept a coroutine, a closure, its
+        # cells and the park message alive per wait, all promoted by the cyclic collector).
+        self._waiter: trio.lowlevel.Task | None = None
+        self._park_message: Park | None = None
+        # Further tasks blocked in wait_nonempty() while _waiter is taken (created by the
+        # first; rare: an inbox has one reader).
         self._waiters: list[trio.lowlevel.Task] | None = None
         # Created lazily by arrival_event(); invariant: None, or set whenever the box is
         # non-empty. Dropped (not cleared: Events cannot be) once a set one is drained empty.
@@ -194,10 +203,13 @@ class Mailbox(Generic[T]):
         # reschedules us.
         task = trio.lowlevel.current_task()
         pending = _PendingPut(item)
-        self._putters[task] = pending
+        putters = self._putters
+        if putters is None:
+            putters = self._putters = {}
+        putters[task] = pending
 
         def abort_fn(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            del self._putters[task]
+            del putters[task]
             return trio.lowlevel.Abort.SUCCEEDED
 
         await trio.lowlevel.wait_task_rescheduled(abort_fn)
@@ -246,7 +258,9 @@ class Mailbox(Generic[T]):
         Raises:
             trio.EndOfChannel: The box is closed and empty, so nothing can arrive.
         """
-        await trio.lowlevel.checkpoint()
+        if self._items or self._closed:
+            await trio.lowlevel.checkpoint()
+        # else the park below is the checkpoint (cancellable, and a schedule point).
         while not self._items:
             if self._closed:
                 raise trio.EndOfChannel
@@ -300,10 +314,10 @@ class Mailbox(Generic[T]):
         if self._closed:
             return
         self._closed = True
-        for task, pending in self._putters.items():
+        putters, self._putters = self._putters, None
+        for task, pending in (putters or {}).items():
             pending.rejected = True
             trio.lowlevel.reschedule(task)
-        self._putters.clear()
         self._wake_waiters()
 
     def statistics(self) -> MailboxStatistics:
@@ -312,7 +326,7 @@ class Mailbox(Generic[T]):
             size=len(self._items),
             peak_size=self._peak,
             max_size=self._max_size,
-            waiting_putters=len(self._putters),
+            waiting_putters=len(self._putters or ()),
             closed=self._closed,
         )
 
@@ -324,13 +338,26 @@ class Mailbox(Generic[T]):
             self._peak = len(self._items)
         if self._arrival is not None:
             self._arrival.set()
-        if self._waiters:
+        if self._waiter is not None or self._waiters:
             self._wake_waiters()
         for callback in self._arrival_callbacks:
             callback()
 
-    async def _park(self) -> None:
+    def _park(self) -> Awaitable[None]:
         """Wait until `_wake_waiters` (an arrival or `close`) reschedules this task."""
+        if self._waiter is None:
+            self._waiter = trio.lowlevel.current_task()
+            park = self._park_message
+            if park is None:
+                park = self._park_message = Park(self._abort_waiter)
+            return park
+        return self._park_in_list()
+
+    def _abort_waiter(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._waiter = None  # still parked: a woken task is never aborted
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def _park_in_list(self) -> None:
         waiters = self._waiters
         if waiters is None:
             waiters = self._waiters = []
@@ -344,6 +371,10 @@ class Mailbox(Generic[T]):
         await trio.lowlevel.wait_task_rescheduled(abort_fn)
 
     def _wake_waiters(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            wake(waiter)
         waiters, self._waiters = self._waiters, None
         for task in waiters or ():
             trio.lowlevel.reschedule(task)

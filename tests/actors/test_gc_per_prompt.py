@@ -1,0 +1,79 @@
+"""What a prompt leaves behind in the agent's own task: with thousands of sessions whatever a
+parked task keeps alive is promoted by CPython's cyclic collector, so the agent's command task
+parks on an object made once, and the agent is started without a start handshake."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from pitrio._exceptions import UsageError
+from pitrio.actors import Agent
+
+from helpers import assistant, make_faux
+
+
+def parked_on(task: trio.lowlevel.Task) -> Any:
+    """The innermost object a parked task's coroutine chain is awaiting."""
+    awaited: Any = task.coro
+    while True:
+        inner = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+        if inner is None:
+            return awaited
+        awaited = inner
+
+
+def agent_tasks() -> list[trio.lowlevel.Task]:
+    found = []
+    stack = [trio.lowlevel.current_root_task()]
+    while stack:
+        task = stack.pop()
+        if task.name.endswith("Agent.run"):
+            found.append(task)
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    return found
+
+
+async def test_the_agent_task_parks_on_the_same_object_between_prompts() -> None:
+    """Started by ensure_started, the agent's task serves prompts and, between them, waits on
+    one reused park rather than a waiting chain made per wait."""
+    faux, registry = make_faux()
+    faux.set_responses([assistant("one"), assistant("two"), assistant("three")])
+    agent = Agent(model=faux.get_model(), registry=registry)
+    leaves = []
+    async with trio.open_nursery() as nursery:
+        await agent.ensure_started(nursery)
+        await agent.ensure_started(nursery)  # started once
+        for text in ("a", "b", "c"):
+            await agent.prompt(text)
+            await trio.testing.wait_all_tasks_blocked()
+            (task,) = agent_tasks()
+            leaves.append(parked_on(task))
+        nursery.cancel_scope.cancel()
+    assert leaves[0] is leaves[1] is leaves[2]
+    assert not hasattr(leaves[0], "cr_frame")
+    assert [m.role for m in agent.messages] == ["user", "assistant"] * 3
+    with pytest.raises(UsageError, match="closed"):
+        await agent.prompt("after the end")
+
+
+async def test_a_prompt_sent_before_the_started_task_ran_is_served() -> None:
+    """ensure_started returns before the agent's task runs; a prompt sent at once waits in the
+    inbox and runs; a closed agent refuses to start."""
+    faux, registry = make_faux()
+    faux.set_responses([assistant("hello")])
+    agent = Agent(model=faux.get_model(), registry=registry)
+    async with trio.open_nursery() as nursery:
+        await agent.ensure_started(nursery)
+        await agent.prompt("hi")
+        nursery.cancel_scope.cancel()
+    assert [m.role for m in agent.messages] == ["user", "assistant"]
+    closed = Agent(model=faux.get_model(), registry=registry)
+    closed.close()
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(UsageError, match="closed"):
+            await closed.ensure_started(nursery)
