@@ -66,6 +66,7 @@ from pitrio.channels import (
     DELIVERED,
     SUBSCRIPTION_BUFFER,
     Broadcast,
+    Latch,
     Mailbox,
     MailboxMode,
     Reply,
@@ -120,7 +121,8 @@ class _Run:
     controller: LoopController
     prompts: list[AgentMessage] | None
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
-    done: trio.Event = attrs.Factory(trio.Event)
+    done: Latch = attrs.Factory(Latch)
+    """Set when the run has ended; the prompt that started it waits for it the whole run."""
 
 
 @attrs.define(eq=False)

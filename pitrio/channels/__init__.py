@@ -12,7 +12,8 @@ This is the bottom layer: it imports nothing from the rest of pitrio (but the pa
   serves resumable, bounded `EventLogSubscription`\\ s (``"block"``, ``"coalesce"`` or
   ``"error"``) that encode each event once, for hosts whose clients reconnect.
 - `Mailbox`: the steering and follow-up queues, drained ``"one-at-a-time"`` or ``"all"``.
-- `Reply`: the one-shot answer slot an actor command carries back to its sender.
+- `Reply`: the one-shot answer slot an actor command carries back to its sender; `Latch`, the
+  same without a value (a run's or a job's end).
 
 Every default size is a named constant (`EVENT_STREAM_BUFFER`, `SUBSCRIPTION_BUFFER`,
 `MAILBOX_SIZE`) whose docstring says why it has that value.
@@ -51,6 +52,7 @@ from ._mailbox import Mailbox as Mailbox
 from ._mailbox import MailboxMode as MailboxMode
 from ._mailbox import MailboxStatistics as MailboxStatistics
 from ._nursery import open_body_nursery as open_body_nursery
+from ._reply import Latch as Latch
 from ._reply import Reply as Reply
 from ._reply import close_inbox as close_inbox
 
@@ -71,6 +73,7 @@ __all__ = [
     "EventLogSubscriptionStatistics",
     "EventStream",
     "EventStreamStatistics",
+    "Latch",
     "Mailbox",
     "MailboxFull",
     "MailboxMode",

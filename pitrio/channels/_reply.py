@@ -3,53 +3,140 @@
 A front end (the Python API, RPC over stdio, a websocket client) sends a command into an actor's
 bounded inbox and awaits the command's ``Reply``; the actor's task fills it in exactly once, with
 a value or an exception. It is the ``reply_to`` of an actor message, as a Trio event.
+
+``Latch`` is the same one-shot flag without a value, for "this has ended" (a run, a job): both
+park their first waiter on an object made once, so a long wait keeps almost nothing alive.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Generic, Protocol, TypeVar
 
 import trio
 
 from ._mailbox import Mailbox
+from ._park import Park, wake
 
 T = TypeVar("T")
 
 
-class Reply(Generic[T]):
+class _OneShot:
+    """A flag set once, whose first waiter parks on an object made once (see :class:`Latch`).
+
+    ``Event.wait`` keeps a coroutine, a closure and its cells, the park message and a
+    generator alive for as long as the wait lasts; a run's end, a job's end or a command's
+    answer is waited for seconds, so with thousands of sessions all of it was promoted by the
+    cyclic collector. Here the first waiter parks on one :class:`~._park.Park` (created by
+    the first wait); further waiters at the same time take the general path.
+    """
+
+    __slots__ = ("_flag", "_park", "_waiter", "_waiters")
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._waiter: trio.lowlevel.Task | None = None
+        self._park: Park | None = None
+        self._waiters: list[trio.lowlevel.Task] | None = None
+
+    def _set_flag(self) -> None:
+        if self._flag:
+            return
+        self._flag = True
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            wake(waiter)
+        waiters, self._waiters = self._waiters, None
+        for task in waiters or ():
+            trio.lowlevel.reschedule(task)
+
+    def _wait_flag(self) -> Awaitable[None]:
+        if self._flag:
+            return trio.lowlevel.checkpoint()  # noqa: ASYNC105 - the caller awaits it at once
+        if self._waiter is None:
+            self._waiter = trio.lowlevel.current_task()
+            park = self._park
+            if park is None:
+                park = self._park = Park(self._abort_waiter)
+            return park
+        return self._wait_in_list()
+
+    def _abort_waiter(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._waiter = None  # still parked: a woken task is never aborted
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def _wait_in_list(self) -> None:
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = []
+        task = trio.lowlevel.current_task()
+        waiters.append(task)
+
+        def abort_fn(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            waiters.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort_fn)
+
+
+class Latch(_OneShot):
+    """A one-shot flag with ``trio.Event``'s interface (``set``, ``is_set``, ``wait``) whose
+    first waiter parks on an object made once instead of a waiting chain made per wait.
+
+    Resource handling: nothing to close. Cancellation: a cancelled wait leaves no state.
+    """
+
+    __slots__ = ()
+
+    def is_set(self) -> bool:
+        """Whether :meth:`set` was called."""
+        return self._flag
+
+    def set(self) -> None:
+        """Set the flag and wake every waiter; idempotent."""
+        self._set_flag()
+
+    def wait(self) -> Awaitable[None]:
+        """Return an awaitable that returns once the flag is set (at once, after a checkpoint,
+        if it is); await it at once, in the task that called this."""
+        return self._wait_flag()
+
+
+class Reply(_OneShot, Generic[T]):
     """A value or an exception, set once by an actor and awaited by the sender.
 
     Resource handling: nothing to close. A reply that is never set leaves its waiter blocked,
     so an actor that drops a command (its inbox closed) must :meth:`fail` it.
     """
 
-    __slots__ = ("_done", "_error", "_value", "eager")
+    __slots__ = ("_error", "_value", "eager")
 
     def __init__(self) -> None:
+        super().__init__()
         self.eager = False
         """Set by a sender that cannot wait for the command's side effects (a listener called
         by the publish those effects would wait for): the actor answers as soon as the state
         has changed, before it publishes."""
-        self._done = trio.Event()
         self._value: T | None = None
         self._error: BaseException | None = None
 
     @property
     def is_set(self) -> bool:
         """Whether the actor has answered."""
-        return self._done.is_set()
+        return self._flag
 
     def set(self, value: T) -> None:
         """Answer with ``value``; a second answer is ignored."""
-        if not self._done.is_set():
+        if not self._flag:
             self._value = value
-            self._done.set()
+            self._set_flag()
 
     def fail(self, error: BaseException) -> None:
         """Answer with ``error``, raised in the waiter; a second answer is ignored."""
-        if not self._done.is_set():
+        if not self._flag:
             self._error = error
-            self._done.set()
+            self._set_flag()
 
     def value_nowait(self) -> T:
         """The answer, which must be set; raises the error answer."""
@@ -59,7 +146,7 @@ class Reply(Generic[T]):
 
     async def wait(self) -> T:
         """Wait for the answer and return it (or raise the error answer)."""
-        await self._done.wait()
+        await self._wait_flag()
         return self.value_nowait()
 
 

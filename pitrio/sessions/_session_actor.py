@@ -57,7 +57,7 @@ from pitrio.actors import (
     TurnEndEvent,
     merge_agent_events,
 )
-from pitrio.channels import EventLog, Mailbox, Reply, close_inbox
+from pitrio.channels import EventLog, Latch, Mailbox, Reply, close_inbox
 from pitrio.providers import (
     AssistantMessage,
     Context,
@@ -122,9 +122,9 @@ the model, so the inbox drains as fast as it fills; 64 absorbs a burst of RPC li
 sender beyond that waits (backpressure) instead of growing a queue."""
 
 
-_IDLE: Final = trio.Event()
-"""The event of a session with no job: set once, shared by every idle session (an Event costs
-272 bytes; a set Event's wait() only checkpoints, so sharing it is safe)."""
+_IDLE: Final = Latch()
+"""The latch of a session with no job: set once, shared by every idle session (a set latch's
+wait() only checkpoints, so sharing it is safe)."""
 _IDLE.set()
 
 
@@ -133,7 +133,7 @@ class _Job:
     """One long operation of the session, in its own task and cancel scope."""
 
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
-    done: trio.Event = attrs.Factory(trio.Event)
+    done: Latch = attrs.Factory(Latch)
     previous: _Job | None = None
 
 
@@ -202,7 +202,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self._pending_next_turn: list[AgentMessage] = []
         self._last_assistant: AssistantMessage | None = None
         self._job: _Job | None = None
-        self._idle = _IDLE  # replaced by a fresh Event when a job starts
+        self._idle = _IDLE  # replaced by a fresh Latch when a job starts
         self._nursery: trio.Nursery | None = None
         self._inbox: Mailbox[cmd.SessionCommand] | None = None
         self._closed = False
@@ -642,7 +642,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         job = _Job(previous=self._job)
         self._job = job
         if self._idle.is_set():
-            self._idle = trio.Event()
+            self._idle = Latch()
         self._nursery.start_soon(self._run_job, job, reply, work, cancelled)
         return job
 

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from pitrio.channels import Mailbox
+from pitrio.channels import Latch, Mailbox, Reply
 
 
 def parked_on(task: trio.lowlevel.Task) -> Any:
@@ -112,3 +112,77 @@ async def test_the_reused_park_serves_the_next_waiter_after_a_cancel_or_close(
         nursery.start_soon(close_later)
         with pytest.raises(trio.EndOfChannel):
             await box.wait_nonempty()
+
+
+async def test_a_reply_and_a_latch_park_their_first_waiter_without_a_waiting_chain(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A Reply's or a Latch's first waiter parks on the object's own park, not on coroutines
+    made for the wait (Event.wait's chain); the answer and the flag still arrive."""
+    reply: Reply[str] = Reply()
+    latch = Latch()
+    tasks: dict[str, trio.lowlevel.Task] = {}
+    got: list[Any] = []
+
+    async def wait_reply() -> None:
+        tasks["reply"] = trio.lowlevel.current_task()
+        got.append(await reply.wait())
+
+    async def wait_latch() -> None:
+        tasks["latch"] = trio.lowlevel.current_task()
+        await latch.wait()
+        got.append("latched")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait_reply)
+        nursery.start_soon(wait_latch)
+        await trio.sleep(1)
+        leaves = [parked_on(tasks["reply"]), parked_on(tasks["latch"])]
+        assert [type(leaf).__name__ for leaf in leaves] == ["Park", "Park"]
+        reply.set("answer")
+        latch.set()
+    assert sorted(got) == ["answer", "latched"]
+    assert reply.is_set and latch.is_set()
+
+
+async def test_latch_waiters_beyond_the_first_and_cancelled_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Several waiters all wake; a cancelled first waiter leaves the latch usable; a set latch
+    returns at once (after a checkpoint); a failed reply raises in every waiter."""
+    latch = Latch()
+    with trio.move_on_after(1):
+        await latch.wait()
+    woke: list[int] = []
+
+    async def wait(n: int) -> None:
+        await latch.wait()
+        woke.append(n)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(3):
+            nursery.start_soon(wait, n)
+        await trio.sleep(1)
+        latch.set()
+        latch.set()
+    assert sorted(woke) == [0, 1, 2]
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await latch.wait()  # a checkpoint even when set
+    reply: Reply[int] = Reply()
+    errors: list[str] = []
+
+    async def wait_reply() -> None:
+        try:
+            await reply.wait()
+        except ValueError as exc:
+            errors.append(str(exc))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait_reply)
+        nursery.start_soon(wait_reply)
+        await trio.sleep(1)
+        reply.fail(ValueError("no"))
+        reply.set(1)  # ignored: answered already
+    assert errors == ["no", "no"]
