@@ -144,6 +144,8 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
     operations. Constructed by :class:`~pitrio.sessions.AgentSession` with its arguments.
     """
 
+    __slots__ = ()  # the attributes are SessionSlots' slots
+
     def __init__(
         self,
         *,
@@ -184,6 +186,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self.busy_policy: cmd.BusyPolicy = busy_policy
         self.model_fallback_message: str | None = None
         self.branch_summary_scope: trio.CancelScope | None = None
+        self._user_bash = None  # the user-bash state, made by the first user command
         self._compactor = SessionCompactor(self)
         ring = replay_ring if replay_ring is not None else self.settings.replay_ring_size
         self.log: EventLog[AgentSessionEvent] = EventLog(

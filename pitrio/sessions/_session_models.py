@@ -27,6 +27,7 @@ from pitrio.sessions._agent_session_types import (
     ScopedModel,
     ThinkingLevelChangedEvent,
 )
+from pitrio.sessions._session_core import SessionSlots
 
 if TYPE_CHECKING:
     from pitrio.actors import Agent
@@ -47,8 +48,10 @@ def ack(reply: Reply[Any], value: Any = None) -> None:
         reply.set(value)
 
 
-class ModelCommands:
+class ModelCommands(SessionSlots):
     """Model and thinking-level commands; the actor provides the attributes annotated here."""
+
+    __slots__ = ()  # the attributes are SessionSlots' slots
 
     agent: Agent
     session_manager: SessionManager

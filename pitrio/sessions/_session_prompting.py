@@ -25,6 +25,7 @@ from pitrio.channels import Reply
 from pitrio.providers import AssistantMessage, ImageContent, Model, TextContent, UserMessage, now_ms
 from pitrio.sessions import _session_commands as cmd
 from pitrio.sessions._entries import CustomMessage
+from pitrio.sessions._session_core import SessionSlots
 from pitrio.sessions._session_models import ack
 
 if TYPE_CHECKING:
@@ -45,8 +46,10 @@ STREAMING_NEEDS_BEHAVIOR: Final = (
 NO_MODEL_SELECTED: Final = "No model selected. Select a model (set_model) before prompting."
 
 
-class PromptCommands:
+class PromptCommands(SessionSlots):
     """Prompting; the actor provides the attributes and methods annotated here."""
+
+    __slots__ = ()  # the attributes are SessionSlots' slots
 
     agent: Agent
     session_manager: SessionManager

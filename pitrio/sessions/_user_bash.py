@@ -23,7 +23,6 @@ which the commands finished (pi appends it before them).
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -34,6 +33,7 @@ from pitrio.providers import now_ms
 from pitrio.sessions import _session_commands as cmd
 from pitrio.sessions._bash_executor import BashResult, ChunkCallback, execute_bash_with_operations
 from pitrio.sessions._entries import BashExecutionMessage
+from pitrio.sessions._session_core import SessionSlots
 from pitrio.tools.builtin import BashOperations, LocalBashOperations
 
 if TYPE_CHECKING:
@@ -70,13 +70,16 @@ def _string_setting(settings: SettingsManager, key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class UserBashCommands:
+class UserBashCommands(SessionSlots):
     """The actor's user-bash commands; the actor provides the attributes annotated here."""
+
+    __slots__ = ()  # the attributes are SessionSlots' slots
 
     agent: Agent
     session_manager: SessionManager
     settings: SettingsManager
     _nursery: trio.Nursery | None
+    _user_bash: UserBashState | None
 
     @property
     def is_busy(self) -> bool:
@@ -88,10 +91,13 @@ class UserBashCommands:
     async def hook(self, name: str, *args: Any) -> Any:
         raise NotImplementedError
 
-    @functools.cached_property
+    @property
     def user_bash(self) -> UserBashState:
-        """This session's running commands and kept-back messages."""
-        return UserBashState()
+        """This session's running commands and kept-back messages (made on first use)."""
+        state = self._user_bash
+        if state is None:
+            state = self._user_bash = UserBashState()
+        return state
 
     def user_bash_command(self, command: UserBashCommand) -> None:
         """Execute a ``bash``, ``abort_bash`` or ``record_bash_result`` command (actor task)."""
@@ -109,12 +115,16 @@ class UserBashCommands:
 
     def abort_user_bash(self) -> None:
         """Cancel every running user command (the shell layer kills its process group)."""
-        for running in self.user_bash.running:
+        state = self._user_bash
+        for running in state.running if state is not None else ():
             running.scope.cancel()
 
     def flush_pending_bash(self) -> None:
         """Record the messages kept back while the session was busy (pi, at a prompt's start)."""
-        pending, self.user_bash.pending = self.user_bash.pending, []
+        state = self._user_bash
+        if state is None or not state.pending:
+            return
+        pending, state.pending = state.pending, []
         for message in pending:
             self._append_bash(message)
 

@@ -155,3 +155,18 @@ async def test_context_engine_is_built_only_when_someone_needs_it() -> None:
         engine = session.context_engine
         assert session.context_engine is engine
         assert context._engine is engine
+
+
+async def test_session_actor_has_no_instance_dict(tmp_path: Path) -> None:
+    """The session actor is slotted all the way down (an idle session holds no 30-key
+    ``__dict__``), and its user-bash state is made by the first user command only."""
+    faux, registry = make_faux()
+    manager = SessionManager.in_memory(str(tmp_path))
+    async with open_session(faux, registry, manager=manager) as session:
+        actor = session._actor
+        assert not hasattr(actor, "__dict__")
+        session.abort_bash()
+        assert actor._user_bash is None
+        result = await session.execute_bash("echo hi")
+        assert result.output == "hi\n"
+        assert actor._user_bash is not None and actor._user_bash.running == []
