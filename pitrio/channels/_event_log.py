@@ -507,8 +507,8 @@ class EventLog(Generic[T]):
         self._holder: trio.lowlevel.Task | None = None
         self._waiting_publishers: trio.lowlevel.ParkingLot | None = None
         # Events published by callbacks, waiting for their turn with the callbacks (rare, and
-        # few: a list).
-        self._pending: list[T] = []
+        # few: a list, made by the first; None until then, so an idle log holds no list).
+        self._pending: list[T] | None = None
         self._closed = False
 
     @property
@@ -768,7 +768,6 @@ class EventLog(Generic[T]):
                     log.exception("subscriber_failed", subscriber=entry.callback)
                 finally:
                     self._holder = None
-            pending = self._pending
             callbacks = self._callbacks if rest is None else rest
             while True:
                 for entry in callbacks:
@@ -784,6 +783,7 @@ class EventLog(Generic[T]):
                                 self._holder = None
                     except Exception:
                         log.exception("subscriber_failed", subscriber=entry.callback)
+                pending = self._pending  # read again: a callback may have made it
                 if not pending:
                     return seq
                 event = pending.pop(0)
@@ -808,7 +808,10 @@ class EventLog(Generic[T]):
                 if subscription._state == _OPEN and not subscription._offer(item):
                     await subscription._put_blocking(item)
         if not self._closed:
-            self._pending.append(event)
+            if self._pending is None:
+                self._pending = [event]
+            else:
+                self._pending.append(event)
         return seq
 
     def close(self) -> None:
@@ -816,7 +819,8 @@ class EventLog(Generic[T]):
         if self._closed:
             return
         self._closed = True
-        self._pending.clear()
+        if self._pending is not None:
+            self._pending.clear()
         callbacks, self._callbacks = self._callbacks, ()
         for entry in callbacks:
             entry.active = False

@@ -110,10 +110,12 @@ class Mailbox(Generic[T]):
         self._check_mode(mode)
         self._mode: MailboxMode = mode
         self._max_size = max_size
-        # A list, not a deque: at most max_size (64) items, so taking the first is cheap, and
-        # an empty list costs 56 bytes against a deque's 768 (every idle agent holds two
-        # empty mailboxes).
-        self._items: list[T] = []
+        # A list, not a deque: at most max_size (64) items, so taking the first is cheap.
+        # None while empty (an idle session holds three empty mailboxes; an empty list is 56
+        # bytes and one more object for the cyclic collector to walk): made by the put that
+        # fills an empty box, handed out whole by the drain that empties it. Invariant: None
+        # or non-empty.
+        self._items: list[T] | None = None
         self._peak = 0
         self._closed = False
         # Tasks blocked in put(), in arrival order (dicts keep insertion order); created by
@@ -166,7 +168,8 @@ class Mailbox(Generic[T]):
         return bool(self._items)
 
     def __len__(self) -> int:
-        return len(self._items)
+        items = self._items
+        return 0 if items is None else len(items)
 
     # -- producers -----------------------------------------------------------------------------
 
@@ -179,9 +182,13 @@ class Mailbox(Generic[T]):
         """
         if self._closed:
             raise trio.ClosedResourceError("the mailbox was closed")
-        if len(self._items) >= self._max_size:
+        items = self._items
+        if items is None:
+            self._items = [item]
+        elif len(items) >= self._max_size:
             raise MailboxFull(self._max_size)
-        self._items.append(item)
+        else:
+            items.append(item)
         self._arrived()
 
     async def put(self, item: T) -> None:
@@ -193,8 +200,12 @@ class Mailbox(Generic[T]):
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closed:
             raise trio.ClosedResourceError("the mailbox was closed")
-        if len(self._items) < self._max_size:
-            self._items.append(item)
+        items = self._items
+        if items is None or len(items) < self._max_size:
+            if items is None:
+                self._items = [item]
+            else:
+                items.append(item)
             self._arrived()
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
@@ -228,9 +239,9 @@ class Mailbox(Generic[T]):
         items = self._items
         if not items:
             return []
-        if self._mode == "all":
-            taken = list(items)
-            items.clear()
+        if self._mode == "all" or len(items) == 1:
+            taken = items  # the box's list is handed out; the next put makes a new one
+            self._items = None
         else:
             taken = [items.pop(0)]
         self._removed()
@@ -241,14 +252,14 @@ class Mailbox(Generic[T]):
 
         Blocked `put` calls are then admitted, so the box may be non-empty afterwards.
         """
-        taken = list(self._items)
-        self._items.clear()
+        taken = self._items or []
+        self._items = None
         self._removed()
         return taken
 
     def peek_all(self) -> list[T]:
         """Return a copy of the items in the box, oldest first, without removing them."""
-        return list(self._items)
+        return list(self._items or ())
 
     async def wait_nonempty(self) -> None:
         """Wait until the box holds at least one item; always a checkpoint.
@@ -323,7 +334,7 @@ class Mailbox(Generic[T]):
     def statistics(self) -> MailboxStatistics:
         """Return a snapshot of the box's depth and waiting producers."""
         return MailboxStatistics(
-            size=len(self._items),
+            size=len(self),
             peak_size=self._peak,
             max_size=self._max_size,
             waiting_putters=len(self._putters or ()),
@@ -334,8 +345,9 @@ class Mailbox(Generic[T]):
 
     def _arrived(self) -> None:
         """Record new items: track the peak, set the arrival event, wake waiters."""
-        if len(self._items) > self._peak:
-            self._peak = len(self._items)
+        size = len(self)
+        if size > self._peak:
+            self._peak = size
         if self._arrival is not None:
             self._arrival.set()
         if self._waiter is not None or self._waiters:
@@ -382,13 +394,17 @@ class Mailbox(Generic[T]):
     def _removed(self) -> None:
         """After items were taken: admit blocked puts, retire a used arrival event."""
         putters = self._putters
-        items = self._items
         if putters:
+            items = self._items
+            if items is None:
+                items = self._items = []
             while putters and len(items) < self._max_size:
                 task = next(iter(putters))
                 items.append(putters.pop(task).item)
                 trio.lowlevel.reschedule(task)
             if items:
                 self._arrived()
-        if not items and self._arrival is not None and self._arrival.is_set():
+            else:
+                self._items = None
+        if self._items is None and self._arrival is not None and self._arrival.is_set():
             self._arrival = None

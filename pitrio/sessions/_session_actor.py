@@ -177,8 +177,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         # Resolved once: hooks that keep SessionHooks' do-nothing on_agent_event cost the
         # per-token path nothing (no getattr, no coroutine per event).
         self._agent_event_hook = type(self.hooks).on_agent_event is not SessionHooks.on_agent_event
-        self._models = list(models)
-        self._scoped_models = list(scoped_models)
+        # Tuples: never changed in place, and a tuple given (or the default) is shared.
+        self._models = tuple(models)
+        self._scoped_models = tuple(scoped_models)
         self._registry = registry
         self._complete_fn = complete
         self._has_auth = has_auth
@@ -200,9 +201,11 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         )
         self._retry = Retry(self.settings.retry_settings, self.emit, pattern=retry_pattern)
         self._retry_actor = RetryActor(self._retry)
-        self._steering_texts: list[str] = []
-        self._follow_up_texts: list[str] = []
-        self._pending_next_turn: list[AgentMessage] = []
+        # Tuples, replaced on change (the queues hold a few items at most): an idle session
+        # shares the empty tuple instead of holding three empty lists.
+        self._steering_texts: tuple[str, ...] = ()
+        self._follow_up_texts: tuple[str, ...] = ()
+        self._pending_next_turn: tuple[AgentMessage, ...] = ()
         self._last_assistant: AssistantMessage | None = None
         self._job: _Job | None = None
         self._idle = _IDLE  # replaced by a fresh Latch when a job starts
@@ -233,7 +236,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         )
         if hooks is not None:
             self.agent.stream_fn = self._with_on_response(self.agent.stream_fn)
-        self._pending_entries = _tree.restore_state(self, model, thinking_level)
+        self._pending_entries: Sequence[tuple[str, Any]] = _tree.restore_state(
+            self, model, thinking_level
+        )
         self.agent.subscribe(self._deliver_agent_event)
         self.context = install_context_engine(self)  # seed 001's envelope and hooks
 
@@ -363,8 +368,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 command.reply.set(None)
             case cmd.ClearQueue():
                 texts = (list(self._steering_texts), list(self._follow_up_texts))
-                self._steering_texts.clear()
-                self._follow_up_texts.clear()
+                self._steering_texts = self._follow_up_texts = ()
                 self.agent.clear_all_queues()
                 ack(command.reply, texts)
                 await self._emit_queue_update()
@@ -563,10 +567,10 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             self._compactor.overflow_recovery_attempted = False
             text = user_text(event.message)
             if text in self._steering_texts:
-                self._steering_texts.remove(text)
+                self._steering_texts = _without(self._steering_texts, text)
                 await self._emit_queue_update()
             elif text in self._follow_up_texts:
-                self._follow_up_texts.remove(text)
+                self._follow_up_texts = _without(self._follow_up_texts, text)
                 await self._emit_queue_update()
         if self._agent_event_hook:
             await self.hook("on_agent_event", event)
@@ -591,13 +595,12 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 self.session_manager.append_model_change(value.provider, value.id)
             else:
                 self.session_manager.append_thinking_level_change(value)
-        self._pending_entries = []
+        self._pending_entries = ()
 
     async def replace_session(self, reason: SessionStartReason, previous: str | None) -> None:
         self.agent.clear_all_queues()
-        self._steering_texts.clear()
-        self._follow_up_texts.clear()
-        self._pending_next_turn.clear()
+        self._steering_texts = self._follow_up_texts = ()
+        self._pending_next_turn = ()
         self._retry.reset()
         self._last_assistant = None
         self._compactor.overflow_recovery_attempted = False
@@ -729,6 +732,12 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
     async def _compact(self, custom_instructions: str | None) -> Any:
         async with self.exclusive():
             return await self._compactor.compact(custom_instructions)
+
+
+def _without(texts: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """``texts`` without the first occurrence of ``text`` (which it holds)."""
+    index = texts.index(text)
+    return texts[:index] + texts[index + 1 :]
 
 
 def compaction_cancelled() -> CompactionError:

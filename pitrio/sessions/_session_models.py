@@ -8,6 +8,7 @@ the new defaults in the settings off the event loop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from pitrio._awaitable import maybe_await
@@ -56,8 +57,8 @@ class ModelCommands(SessionSlots):
     agent: Agent
     session_manager: SessionManager
     settings: SettingsManager
-    _models: list[Model]
-    _scoped_models: list[ScopedModel]
+    _models: tuple[Model, ...]
+    _scoped_models: tuple[ScopedModel, ...]
     _has_auth: Any
 
     async def emit(self, event: AgentSessionEvent) -> None:
@@ -100,7 +101,9 @@ class ModelCommands(SessionSlots):
 
     async def _cycle_model(self, command: cmd.CycleModel) -> None:
         scoped = bool(self._scoped_models)
-        candidates = self._scoped_models or [ScopedModel(model=m) for m in self._models]
+        candidates: Sequence[ScopedModel] = self._scoped_models or [
+            ScopedModel(model=m) for m in self._models
+        ]
         if self._has_auth is not None:
             candidates = [c for c in candidates if await maybe_await(self._has_auth(c.model))]
         if len(candidates) <= 1:

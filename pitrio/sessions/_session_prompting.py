@@ -60,9 +60,9 @@ class PromptCommands(SessionSlots):
     _has_auth: Any
     _base_system_prompt: str
     _last_assistant: AssistantMessage | None
-    _pending_next_turn: list[AgentMessage]
-    _steering_texts: list[str]
-    _follow_up_texts: list[str]
+    _pending_next_turn: tuple[AgentMessage, ...]
+    _steering_texts: tuple[str, ...]
+    _follow_up_texts: tuple[str, ...]
 
     @property
     def is_busy(self) -> bool:
@@ -136,7 +136,7 @@ class PromptCommands(SessionSlots):
         content.extend(images or ())
         messages: list[AgentMessage] = [UserMessage(content=content, timestamp=now_ms())]
         messages.extend(self._pending_next_turn)
-        self._pending_next_turn.clear()
+        self._pending_next_turn = ()
         start = await self.hook("before_agent_start", text, images, self._base_system_prompt)
         if start is not None:
             messages.extend(start.messages)
@@ -188,11 +188,11 @@ class PromptCommands(SessionSlots):
 
     def _queue_steer(self, text: str, images: tuple[ImageContent, ...] | None) -> None:
         self.agent.steer(self._user_message(text, images))
-        self._steering_texts.append(text)
+        self._steering_texts = (*self._steering_texts, text)
 
     def _queue_follow_up(self, text: str, images: tuple[ImageContent, ...] | None) -> None:
         self.agent.follow_up(self._user_message(text, images))
-        self._follow_up_texts.append(text)
+        self._follow_up_texts = (*self._follow_up_texts, text)
 
     async def _send_custom_message(self, command: cmd.SendCustomMessage) -> None:
         content = command.content
@@ -204,7 +204,7 @@ class PromptCommands(SessionSlots):
             timestamp=now_ms(),
         )
         if command.deliver_as == "next_turn":
-            self._pending_next_turn.append(message)
+            self._pending_next_turn = (*self._pending_next_turn, message)
             command.reply.set(None)
         elif self.is_busy:
             if command.deliver_as == "follow_up":

@@ -124,3 +124,23 @@ async def test_close_inbox_fails_what_a_mailbox_inbox_still_holds() -> None:
     assert len(refused) == 1 and not blocked.reply.is_set
     with pytest.raises(trio.ClosedResourceError):
         box.put_nowait(_Command())
+
+
+@pytest.mark.parametrize("mode", ["one-at-a-time", "all"])
+def test_a_drained_list_is_the_callers_own(mode: str) -> None:
+    """The list drain or clear returns is no longer the box's: changing it changes nothing in
+    the box, and the box fills and drains again as before."""
+    box: Mailbox[int] = Mailbox(mode, max_size=3)  # type: ignore[arg-type]
+    box.put_nowait(1)
+    taken = box.drain()
+    assert taken == [1] and len(box) == 0 and not box.has_items
+    taken.append(99)
+    box.put_nowait(2)
+    box.put_nowait(3)
+    assert box.peek_all() == [2, 3]
+    cleared = box.clear()
+    cleared.clear()
+    box.put_nowait(4)
+    assert box.drain() == [4] and taken == [1, 99]
+    assert box.drain() == [] and box.statistics().size == 0
+    assert box.statistics().peak_size == 2
