@@ -121,6 +121,11 @@ def jobs(quick: bool) -> list[Job]:
             NODE_GC_FLAGS,
         ),
         Job(
+            "concurrent_sessions/small_tuned",
+            (),
+            ("concurrent_sessions.py", "--n", n_small, "--tune-gc"),
+        ),
+        Job(
             "concurrent_sessions/large",
             ("scenarios/concurrent_sessions.mjs", f"--n={n_large}"),
             ("concurrent_sessions.py", "--n", n_large),
@@ -171,6 +176,11 @@ def rows(quick: bool) -> list[Row]:
             "concurrent_sessions/small", key("wall_s"), key("wall_s"), False),
         Row("  same, event-loop lag p99 ms", "concurrent_sessions/small", key("lag_p99_ms"),
             key("lag_p99_ms"), False),
+        Row("  same, pitrio with tune_gc_for_many_sessions(), wall s", "concurrent_sessions/small",
+            key("wall_s"), key("wall_s"), False, pitrio_job="concurrent_sessions/small_tuned"),
+        Row("  same, pitrio with tune_gc_for_many_sessions(), lag p99 ms",
+            "concurrent_sessions/small", key("lag_p99_ms"), key("lag_p99_ms"), False,
+            pitrio_job="concurrent_sessions/small_tuned"),
         Row(f"{n_large} sessions at 50 tok/s, wall s (3)", "concurrent_sessions/large",
             key("wall_s"), key("wall_s"), False),
         Row("  same, event-loop lag p99 ms", "concurrent_sessions/large", key("lag_p99_ms"),

@@ -12,6 +12,10 @@ and all prompts run (``wall_s``). The RSS is sampled every 25 ms on the event lo
 that sleeps 10 ms and records its overshoot. After the run and ``gc.collect()``:
 ``retained_rss_per_session_kb``; after disposing every session: ``rss_not_released_*``.
 
+``--tune-gc`` (no pi counterpart) first applies ``pitrio.host.tune_gc_for_many_sessions()``, the
+collector thresholds ``pitrio serve`` and ``pitrio load`` set for a process holding many sessions;
+the headline rows run with CPython's defaults, as a library embedded by someone else would.
+
 ``--mixed M`` (no pi counterpart) adds M sessions whose faux provider is *not* paced, each
 streaming a ``--mixed-chars`` answer as fast as it can, started together with the paced ones:
 the lag and the paced sessions' latency then show whether unlimited streams starve the others
@@ -34,6 +38,7 @@ from typing import Any
 import trio
 
 from pitrio.actors import MessageUpdateEvent
+from pitrio.host import tune_gc_for_many_sessions
 from pitrio.providers import DEFAULT_YIELD_EVERY, TextDeltaEvent
 
 from _common import (
@@ -187,6 +192,8 @@ async def main_async(args: argparse.Namespace) -> None:
             "mixed_latency_max_s": round(max(fast_latencies), 3) if fast_latencies else None,
             "mixed_events": counts["mixed_events"],
             "yield_every": args.yield_every,
+            "tune_gc": args.tune_gc,
+            "gc_threshold": list(gc.get_threshold()),
             **lag_stats,
             "env": env(),
         }
@@ -209,7 +216,15 @@ def main() -> None:
         default=DEFAULT_YIELD_EVERY,
         help="the unlimited faux checkpoints every N deltas (0 = on backpressure)",
     )
-    trio.run(main_async, parser.parse_args())
+    parser.add_argument(
+        "--tune-gc",
+        action="store_true",
+        help="apply pitrio.host.tune_gc_for_many_sessions() first (as pitrio serve/load do)",
+    )
+    args = parser.parse_args()
+    if args.tune_gc:
+        tune_gc_for_many_sessions()
+    trio.run(main_async, args)
 
 
 if __name__ == "__main__":
