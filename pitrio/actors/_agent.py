@@ -31,8 +31,10 @@ from pitrio.actors._agent_state import (
     FROM_ASSISTANT,
     NO_MESSAGES_TO_CONTINUE,
     NO_MODEL,
+    NO_TOOL_CALLS,
     AgentStateView,
     BusyPolicy,
+    RegistryStream,
 )
 from pitrio.actors._events import (
     AgentEndEvent,
@@ -89,7 +91,6 @@ from pitrio.providers import (
     ToolResultMessage,
     UserMessage,
     now_ms,
-    start_stream,
 )
 from pitrio.tools import AgentTool
 
@@ -254,19 +255,14 @@ class Agent:
         self._model = model
         self._system_prompt = system_prompt
         self._thinking_level: ModelThinkingLevel = thinking_level
-        self._tools: list[AgentTool] = []
-        self._provider_tools: tuple[Tool, ...] = ()
+        self._tools: tuple[AgentTool, ...] = ()
+        self._provider_tools: tuple[Tool, ...] | None = None
         self.set_tools(tools)
         self._messages: list[AgentMessage] = list(messages)
         self.convert_to_llm: ConvertToLlm = convert_to_llm or default_convert_to_llm
         self.transform_context = transform_context
         self.get_api_key = get_api_key
-        if stream_fn is None:
-
-            def stream_fn(nursery: trio.Nursery, model: Model, context: Any, options: Any) -> Any:
-                return start_stream(nursery, model, context, options, registry=registry)
-
-        self.stream_fn: StreamFn = stream_fn
+        self.stream_fn: StreamFn = stream_fn if stream_fn is not None else RegistryStream(registry)
         self.session_id = session_id
         self.thinking_budgets = thinking_budgets
         self.max_retry_delay_ms = max_retry_delay_ms
@@ -290,7 +286,7 @@ class Agent:
         self._nursery: trio.Nursery | None = None
         self._closed = False
         self._stream_message: StreamingMessage | None = None
-        self._pending_tool_calls: frozenset[str] = frozenset()
+        self._pending_tool_calls: frozenset[str] = NO_TOOL_CALLS
         self._error: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -425,7 +421,7 @@ class Agent:
 
     @property
     def tools(self) -> tuple[AgentTool, ...]:
-        return tuple(self._tools)
+        return self._tools
 
     @property
     def messages(self) -> tuple[AgentMessage, ...]:
@@ -478,12 +474,18 @@ class Agent:
         self._thinking_level = level
 
     def set_tools(self, tools: Iterable[AgentTool]) -> None:
-        self._tools = list(tools)
+        self._tools = tuple(tools)
+        self._provider_tools = None  # built by the next run (an idle agent holds none)
+
+    def _provider_tools_now(self) -> tuple[Tool, ...]:
         # What the provider sees. pi hands the provider its AgentTool objects, so their label
         # travels along (it shows in the faux usage estimate); the codec keeps it in `extra`.
-        self._provider_tools = tuple(
-            attrs.evolve(tool.to_tool(), extra={"label": tool.label}) for tool in self._tools
-        )
+        provider_tools = self._provider_tools
+        if provider_tools is None:
+            provider_tools = self._provider_tools = tuple(
+                attrs.evolve(tool.to_tool(), extra={"label": tool.label}) for tool in self._tools
+            )
+        return provider_tools
 
     def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
         # In place: a run in progress reads this very list as its transcript.
@@ -499,7 +501,7 @@ class Agent:
         """Clear the transcript, runtime state and both queues."""
         self._messages.clear()
         self._stream_message = None
-        self._pending_tool_calls = frozenset()
+        self._pending_tool_calls = NO_TOOL_CALLS
         self._error = None
         self._steering.clear()
         self._follow_up.clear()
@@ -694,8 +696,8 @@ class Agent:
         return LoopConfig(
             model=model,
             system_prompt=self._system_prompt,
-            tools=tuple(self._tools),
-            provider_tools=self._provider_tools or None,
+            tools=self._tools,
+            provider_tools=self._provider_tools_now() or None,
             stream_fn=self.stream_fn,
             options=StreamOptions(
                 reasoning=None if level == "off" else level,
@@ -744,7 +746,7 @@ class Agent:
                         await controller.close_aborted(emit=self._reduce_only)
         finally:
             self._stream_message = None
-            self._pending_tool_calls = frozenset()
+            self._pending_tool_calls = NO_TOOL_CALLS
             self._run = None
             run.done.set()
 

@@ -1,12 +1,20 @@
-"""The Agent's read-only state view, its busy policy and the messages its refusals carry."""
+"""The Agent's read-only state view, its busy policy, the messages its refusals carry, and
+what an idle agent shares or keeps small (its default ``stream_fn``, its empty set of tool
+calls)."""
 
 from __future__ import annotations
 
-from typing import Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import attrs
 
 from pitrio.actors._messages import AgentMessage, StreamingMessage
+from pitrio.providers import start_stream
+
+if TYPE_CHECKING:
+    import trio
+
+    from pitrio.providers import Model, ProviderRegistry
 
 ALREADY_PROCESSING: Final = (
     "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
@@ -66,3 +74,21 @@ class AgentStateView:
     @property
     def error(self) -> str | None:
         return self._agent.error
+
+
+NO_TOOL_CALLS: Final[frozenset[str]] = frozenset()
+"""Shared by every agent with no tool call in flight (``frozenset()`` makes a new 200-byte set
+each time since Python 3.10)."""
+
+
+class RegistryStream:
+    """The default ``stream_fn``: ``start_stream`` on the agent's registry (one small object
+    per agent, not a closure, its cell and closure tuple)."""
+
+    __slots__ = ("registry",)
+
+    def __init__(self, registry: ProviderRegistry | None) -> None:
+        self.registry = registry
+
+    def __call__(self, nursery: trio.Nursery, model: Model, context: Any, options: Any) -> Any:
+        return start_stream(nursery, model, context, options, registry=self.registry)

@@ -434,6 +434,27 @@ async def test_steering_modes_drain_one_or_all(mode: str, requests: list[list[st
     assert seen == requests
 
 
+async def test_the_provider_sees_the_tools_set_before_each_run() -> None:
+    """The tools the provider gets (with their label) are built by the run: a set_tools
+    between two prompts reaches the next request, and an agent without tools sends none."""
+    faux, registry = make_faux()
+    seen: list[Any] = []
+
+    def respond(context: Context, *_: Any) -> AssistantMessage:
+        seen.append([(t.name, (t.extra or {}).get("label")) for t in context.tools or ()])
+        return assistant("ok")
+
+    faux.set_responses([respond] * 3)
+    model = faux.get_model()
+    async with open_agent(model=model, registry=registry, tools=[echo_tool()]) as agent:
+        await agent.prompt("one")
+        agent.set_tools([echo_tool(name="other"), echo_tool()])
+        await agent.prompt("two")
+        agent.set_tools([])
+        await agent.prompt("three")
+    assert seen == [[("echo", "Echo")], [("other", "Other"), ("echo", "Echo")], []]
+
+
 async def test_follow_up_runs_only_when_the_agent_would_stop() -> None:
     """A follow-up queued mid-run is injected after the final answer, in a new turn."""
     faux, registry = make_faux()
