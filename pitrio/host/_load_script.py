@@ -243,8 +243,10 @@ class ServedSession:
         self, *, task_status: trio.TaskStatus[AgentSession] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Serve the session until :meth:`dispose`."""
+        run = self.session.run(task_status=task_status)
+        del task_status  # nursery.start's status, not to be kept by an idle session's frame
         with self.scope:
-            await self.session.run(task_status=task_status)
+            await run
 
     async def dispose(self) -> None:
         """Close the session (abort, hooks), then stop its tasks."""

@@ -177,8 +177,12 @@ class AgentSession(UserBashMethods):
         self, *, task_status: trio.TaskStatus[Self] = trio.TASK_STATUS_IGNORED
     ) -> NoReturn:
         """Serve the session until cancelled: ``session = await nursery.start(session.run)``."""
-
-        await self._actor.run(task_status=_Forward(task_status, self))
+        # nursery.start's status holds the nursery start opened for the starting task (its
+        # cancel scope, cancel status, sets and lists: ~1 KB); once started, nothing here keeps
+        # it (the _Forward lets go of it too), so an idle session does not.
+        forward = _Forward(task_status, self)
+        del task_status
+        await self._actor.run(task_status=forward)
 
     async def aclose(self) -> None:
         """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run)."""
@@ -741,7 +745,9 @@ class _Forward:
         self._value = value
 
     def started(self, value: Any = None) -> None:
-        self._status.started(self._value)
+        status, self._status = self._status, trio.TASK_STATUS_IGNORED
+        status.started(self._value)
+        self._value = None
 
 
 @asynccontextmanager
