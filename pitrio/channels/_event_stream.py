@@ -17,6 +17,7 @@ import trio
 
 from ._exceptions import StreamEndedWithoutResult
 from ._park import READY, Park, wake
+from ._reply import Latch
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -131,7 +132,9 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # stream's consumer parks once per token). It refers back to the stream, a cycle that
         # aclose breaks.
         self._park: Park | None = None
-        self._writers = trio.lowlevel.ParkingLot()
+        # Made by the first producer that has to wait for room (most streams never do: two
+        # objects fewer per LLM call for the cyclic collector to walk).
+        self._writers: trio.lowlevel.ParkingLot | None = None
         # _send_closed: nothing more will be buffered (completion buffered or end() called).
         self._send_closed = False
         self._consumer_closed = False
@@ -139,8 +142,9 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._done = False
         self._has_result = False
         self._result: R | None = None
-        # Set together with _done; result() waits on it.
-        self._finished = trio.Event()
+        # Set together with _done; result() waits on it. Made by the first result() that has
+        # to wait (a consumer that iterates to the end finds the stream done).
+        self._finished: Latch | None = None
 
     # -- producer side -------------------------------------------------------------------------
 
@@ -177,7 +181,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 self._deliver(event)
                 break
             parked = True
-            await self._writers.park()
+            writers = self._writers
+            if writers is None:
+                writers = self._writers = trio.lowlevel.ParkingLot()
+            await writers.park()
         if not parked:
             await trio.lowlevel.cancel_shielded_checkpoint()
 
@@ -265,18 +272,21 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             self._result = result
             self._has_result = True
         self._done = True
-        self._finished.set()
+        if self._finished is not None:
+            self._finished.set()
         self._close_send()
 
     def _record(self, result: R) -> None:
         self._result = result
         self._has_result = True
         self._done = True
-        self._finished.set()
+        if self._finished is not None:
+            self._finished.set()
 
     def _close_send(self) -> None:
         self._send_closed = True
-        self._writers.unpark_all()
+        if self._writers:
+            self._writers.unpark_all()
         receiver = self._receiver
         if receiver is not None:
             self._receiver = None
@@ -297,7 +307,13 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             StreamEndedWithoutResult: `end` was called without a result and no completion
                 event was pushed.
         """
-        await self._finished.wait()
+        if self._done:
+            await trio.lowlevel.checkpoint()
+        else:
+            finished = self._finished
+            if finished is None:
+                finished = self._finished = Latch()
+            await finished.wait()
         if not self._has_result:
             raise StreamEndedWithoutResult
         return self._result  # type: ignore[return-value]  # _has_result: this is an R
@@ -419,7 +435,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._buffer.clear()
         self._park = None
         self._inline = None
-        self._writers.unpark_all()
+        if self._writers:
+            self._writers.unpark_all()
 
     def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
         self._receiver = None
@@ -432,5 +449,5 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             max_buffer=self._max_buffer,
             done=self._done,
             consumer_closed=self._consumer_closed,
-            producers_waiting=len(self._writers),
+            producers_waiting=len(self._writers) if self._writers else 0,
         )
