@@ -2,7 +2,8 @@
 
 ::
 
-    AgentSession.run (the session's nursery)
+    AgentSession.run (the session's nursery: opened by the first command, or at start when
+     |                the session has a Persistence of its own; a session never used has none)
      |- Persistence       one writer per session file (unless the manager already has one;
      |                    none in memory); its task starts with the first entry to write
      |- Agent.run         the agent's nursery: its command task and one task per run (started
@@ -272,17 +273,21 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             persistence = Persistence(manager)
             persistence.attach()  # a locked file is refused here, as itself
         try:
+            self._inbox = inbox
+            if persistence is None:
+                # Nothing to write from this session's own tasks: the nursery (its cancel
+                # scope, status, sets: ~1.2 KB of trio's objects) is opened by the first
+                # command, so a session never used holds none.
+                await self._started(task_status)
+                await inbox.wait_nonempty()
             async with trio.open_nursery() as nursery:
-                if persistence is not None:
-                    # Its task starts with the first entry to write (an idle session has none).
-                    persistence.start_on_demand(nursery)
                 # The agent's task starts with the first run (_drive): an idle session keeps
                 # only this task.
                 self._nursery = nursery
-                self._inbox = inbox
-                self._write_pending_entries()
-                await self.hook("session_start", "startup", None)
-                task_status.started(self)
+                if persistence is not None:
+                    # Its task starts with the first entry to write (an idle session has none).
+                    persistence.start_on_demand(nursery)
+                    await self._started(task_status)
                 await self._serve(inbox)
         finally:
             self._inbox = None
@@ -294,6 +299,11 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 persistence.detach()
             self.log.close()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _started(self, task_status: trio.TaskStatus[Self]) -> None:
+        self._write_pending_entries()
+        await self.hook("session_start", "startup", None)
+        task_status.started(self)
 
     async def aclose(self) -> None:
         """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run)."""

@@ -209,3 +209,34 @@ async def test_a_started_session_lets_go_of_the_nursery_start_opened() -> None:
         faux.set_responses([reply("still works")])
         await session.prompt("hello")
         assert [m.role for m in session.messages] == ["user", "assistant"]
+
+
+def session_task() -> trio.lowlevel.Task:
+    """The one task named AgentSession.run in this Trio run."""
+    stack = [trio.lowlevel.current_root_task()]
+    while stack:
+        task = stack.pop()
+        if task.name.endswith("AgentSession.run"):
+            return task
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    raise AssertionError("no session task")
+
+
+async def test_an_in_memory_session_opens_its_nursery_with_the_first_command() -> None:
+    """A session never used holds no nursery; the first command (here one that only changes
+    state) opens it, and the prompts after it run their jobs and the agent's task in it."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("one"), reply("two")])
+    async with open_session(faux, registry) as session:
+        await trio.testing.wait_all_tasks_blocked()
+        task = session_task()
+        assert task.child_nurseries == []
+        await session.set_session_name("named")
+        assert len(task.child_nurseries) == 1
+        assert session.session_name == "named"
+        await session.prompt("hello")
+        await session.prompt("again")
+        [nursery] = task.child_nurseries
+        assert [t.name.rsplit(".", 1)[-1] for t in nursery.child_tasks] == ["run"]
+        assert [m.role for m in session.messages] == ["user", "assistant"] * 2
