@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, NoReturn, Self
+from typing import Any, Final, Literal, NoReturn, Self
 
 import attrs
 import trio
@@ -93,6 +93,17 @@ __all__ = [
 
 StreamingBehavior = Literal["steer", "follow_up", "interrupt"]
 Subscriber = Callable[[AgentSessionEvent], "Awaitable[None] | None"]
+
+_NO_EXPANSION: Final = PromptExpansion()
+"""The expansion of every session without skills or templates (frozen: shared)."""
+
+
+def _expansion(
+    skills: Sequence[Skill], prompt_templates: Sequence[PromptTemplate]
+) -> PromptExpansion:
+    if not skills and not prompt_templates:
+        return _NO_EXPANSION
+    return PromptExpansion(tuple(skills), tuple(prompt_templates))
 
 
 @attrs.frozen
@@ -158,7 +169,7 @@ class AgentSession(UserBashMethods):
         **options: Any,
     ) -> None:
         self._actor = SessionActor(**options)
-        self._expansion = PromptExpansion(tuple(skills), tuple(prompt_templates))
+        self._expansion: PromptExpansion = _expansion(skills, prompt_templates)
         self._actor.hooks.attach(self)
 
     @property
@@ -180,9 +191,9 @@ class AgentSession(UserBashMethods):
         # nursery.start's status holds the nursery start opened for the starting task (its
         # cancel scope, cancel status, sets and lists: ~1 KB); once started, nothing here keeps
         # it (the _Forward lets go of it too), so an idle session does not.
-        forward = _Forward(task_status, self)
+        run = self._actor.run(task_status=_Forward(task_status, self))
         del task_status
-        await self._actor.run(task_status=forward)
+        await run
 
     async def aclose(self) -> None:
         """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run)."""
@@ -592,7 +603,7 @@ class AgentSession(UserBashMethods):
         """Use resources loaded again (``ctx.reload()``): the base system prompt (from the next
         run on), and the skills and templates that ``/skill:name`` and ``/name`` expand with."""
         await self._call(cmd.SetSystemPrompt(system_prompt=system_prompt))
-        self._expansion = PromptExpansion(tuple(skills), tuple(prompt_templates))
+        self._expansion = _expansion(skills, prompt_templates)
 
     async def set_session_name(self, name: str) -> None:
         """Name the session (a ``session_info`` entry)."""

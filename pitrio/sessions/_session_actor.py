@@ -123,6 +123,11 @@ the model, so the inbox drains as fast as it fills; 64 absorbs a burst of RPC li
 sender beyond that waits (backpressure) instead of growing a queue."""
 
 
+_DEFAULT_HOOKS: Final = SessionHooks()
+"""The hooks of every session given none (SessionHooks keeps no state: shared)."""
+_ENCODE: Final = SESSIONS_CODEC.dumps
+"""The event log's encoder, one bound method for every session."""
+
 _IDLE: Final = Latch()
 """The latch of a session with no job: set once, shared by every idle session (a set latch's
 wait() only checkpoints, so sharing it is safe)."""
@@ -174,7 +179,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
     ) -> None:
         self.session_manager = session_manager
         self.settings = settings if settings is not None else SettingsManager.in_memory()
-        self.hooks = hooks if hooks is not None else SessionHooks()
+        self.hooks = hooks if hooks is not None else _DEFAULT_HOOKS
         # Resolved once: hooks that keep SessionHooks' do-nothing on_agent_event cost the
         # per-token path nothing (no getattr, no coroutine per event).
         self._agent_event_hook = type(self.hooks).on_agent_event is not SessionHooks.on_agent_event
@@ -192,7 +197,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self._compactor = SessionCompactor(self)
         ring = replay_ring if replay_ring is not None else self.settings.replay_ring_size
         self.log: EventLog[AgentSessionEvent] = EventLog(
-            encode=SESSIONS_CODEC.dumps,
+            encode=_ENCODE,
             merge=merge_agent_events,
             snapshot=self.snapshot,
             ring_size=ring,
@@ -279,6 +284,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 # scope, status, sets: ~1.2 KB of trio's objects) is opened by the first
                 # command, so a session never used holds none.
                 await self._started(task_status)
+                task_status = trio.TASK_STATUS_IGNORED  # the starter's, done with: let go
                 await inbox.wait_nonempty()
             async with trio.open_nursery() as nursery:
                 # The agent's task starts with the first run (_drive): an idle session keeps
