@@ -402,7 +402,7 @@ class AgentSession(UserBashMethods):
 
     def abort_retry(self) -> None:
         """Cancel a retry backoff (the run then ends with the error)."""
-        self._actor._retry.cancel()
+        self._actor.cancel_retry()
 
     def abort_compaction(self) -> None:
         """Cancel a compaction in progress (manual or automatic)."""

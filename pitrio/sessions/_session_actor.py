@@ -205,8 +205,10 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             # token's event alive costs the cyclic collector per token and replays to nobody.
             ring_on_demand=True,
         )
-        self._retry = Retry(self.settings.retry_settings, self.emit, pattern=retry_pattern)
-        self._retry_actor = RetryActor(self._retry)
+        # Made by the first run's end (_retry_now): a session never prompted holds neither.
+        self._retry_pattern = retry_pattern
+        self._retry: Retry | None = None
+        self._retry_actor: RetryActor | None = None
         # Tuples, replaced on change (the queues hold a few items at most): an idle session
         # shares the empty tuple instead of holding three empty lists.
         self._steering_texts: tuple[str, ...] = ()
@@ -373,7 +375,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 self._abort_now()
                 self._start_waiter(command.reply)
             case cmd.AbortRetry():
-                self._retry.cancel()
+                self.cancel_retry()
                 command.reply.set(None)
             case cmd.AbortCompaction():
                 self._compactor.abort()
@@ -477,11 +479,25 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
 
     @property
     def is_retrying(self) -> bool:
-        return self._retry.is_waiting
+        return self._retry is not None and self._retry.is_waiting
 
     @property
     def retry_attempt(self) -> int:
-        return self._retry.attempt
+        return self._retry.attempt if self._retry is not None else 0
+
+    def _retry_now(self) -> Retry:
+        """The session's Retry (and its RetryActor), made by the first call."""
+        retry = self._retry
+        if retry is None:
+            retry = Retry(self.settings.retry_settings, self.emit, pattern=self._retry_pattern)
+            self._retry = retry
+            self._retry_actor = RetryActor(retry)
+        return retry
+
+    def cancel_retry(self) -> None:
+        """End a retry backoff in progress (none before the first run ended)."""
+        if self._retry is not None:
+            self._retry.cancel()
 
     @property
     def is_compacting(self) -> bool:
@@ -596,7 +612,8 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         message = event.message if isinstance(event, MessageEndEvent) else None
         if isinstance(message, AssistantMessage) and message.stop_reason != "error":
             self._compactor.overflow_recovery_attempted = False
-            await self._retry.succeeded()
+            if self._retry is not None:  # else no retry sequence ever began
+                await self._retry.succeeded()
 
     def _convert_to_llm(self, messages: Sequence[AgentMessage]) -> list[Message]:
         images = self.settings.get("images")
@@ -617,7 +634,8 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self.agent.clear_all_queues()
         self._steering_texts = self._follow_up_texts = ()
         self._pending_next_turn = ()
-        self._retry.reset()
+        if self._retry is not None:
+            self._retry.reset()
         self._last_assistant = None
         self._compactor.overflow_recovery_attempted = False
         before = self.agent.model
@@ -713,7 +731,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
     def _abort_components(self) -> None:
         # What stops at once and reports itself: the agent's run (its epilogue), the retry
         # backoff (auto_retry_end), the compaction (compaction_end) and the branch summary.
-        self._retry.cancel()
+        self.cancel_retry()
         self._compactor.abort()
         if self.branch_summary_scope is not None:
             self.branch_summary_scope.cancel()

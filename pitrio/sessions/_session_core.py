@@ -62,6 +62,7 @@ class SessionSlots:
         "_registry",
         "_retry",
         "_retry_actor",
+        "_retry_pattern",
         "_scoped_models",
         "_steering_texts",
         "_user_bash",

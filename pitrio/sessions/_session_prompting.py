@@ -55,8 +55,7 @@ class PromptCommands(SessionSlots):
     session_manager: SessionManager
     _nursery: trio.Nursery | None
     _compactor: SessionCompactor
-    _retry: Retry
-    _retry_actor: RetryActor
+    _retry_actor: RetryActor | None
     _has_auth: Any
     _base_system_prompt: str
     _last_assistant: AssistantMessage | None
@@ -96,6 +95,9 @@ class PromptCommands(SessionSlots):
         raise NotImplementedError
 
     def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
+        raise NotImplementedError
+
+    def _retry_now(self) -> Retry:
         raise NotImplementedError
 
     async def _prompt(self, command: cmd.Prompt) -> None:
@@ -166,13 +168,14 @@ class PromptCommands(SessionSlots):
         """pi's agent_end handling: retry a transient error, else check compaction."""
         window = self.model.context_window if self.model is not None else 0
         # The failed response stays in the session file but leaves the context.
-        retryable = self._retry.is_retryable(message, window) and self._retry.enabled()
-        if retryable and self._nursery is not None:
-            await self._retry_actor.ensure_started(self._nursery)
-        if retryable and await self._retry_actor.backoff(
-            message, on_scheduled=self.drop_trailing_assistant
-        ):
-            return True
+        retry = self._retry_now()
+        if retry.is_retryable(message, window) and retry.enabled():
+            actor = self._retry_actor
+            assert actor is not None  # made with the Retry
+            if self._nursery is not None:
+                await actor.ensure_started(self._nursery)
+            if await actor.backoff(message, on_scheduled=self.drop_trailing_assistant):
+                return True
         return await self._compactor.check(message)
 
     def _last_assistant_in_context(self) -> AssistantMessage | None:

@@ -13,9 +13,10 @@ import trio
 from session_script import Messages, counter_ids
 
 from pitrio._exceptions import UsageError
+from pitrio.providers import AssistantMessage
 from pitrio.sessions import SessionHooks, SessionLocked, SessionManager, open_persistence
 
-from session_helpers import make_faux, open_session, reply
+from session_helpers import fail, make_faux, open_session, reply
 
 
 def task_names() -> list[str]:
@@ -240,3 +241,19 @@ async def test_an_in_memory_session_opens_its_nursery_with_the_first_command() -
         [nursery] = task.child_nurseries
         assert [t.name.rsplit(".", 1)[-1] for t in nursery.child_tasks] == ["run"]
         assert [m.role for m in session.messages] == ["user", "assistant"] * 2
+
+
+async def test_retry_state_is_made_by_the_first_run(autojump_clock: trio.testing.MockClock) -> None:
+    """A session never prompted holds no retry state, yet answers for it (not retrying,
+    attempt 0, abort_retry a no-op); a transient error in a later run is retried as before."""
+    faux, registry = make_faux()
+    faux.set_responses([fail("503 overloaded"), reply("recovered")])
+    async with open_session(faux, registry) as session:
+        assert session._actor._retry is None
+        assert (session.is_retrying, session.retry_attempt) == (False, 0)
+        session.abort_retry()
+        await session.abort()
+        await session.prompt("one")
+        assert session._actor._retry is not None
+        last = session.messages[-1]
+        assert isinstance(last, AssistantMessage) and last.text() == "recovered"
