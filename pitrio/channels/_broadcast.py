@@ -334,7 +334,8 @@ class Broadcast(Generic[T]):
         # otherwise); the publishes queued behind it (FIFO).
         self._locked = False
         self._holder: trio.lowlevel.Task | None = None
-        self._waiting_publishers = trio.lowlevel.ParkingLot()
+        # Made by the first publish that has to queue (an idle agent's bus never does).
+        self._waiting_publishers: trio.lowlevel.ParkingLot | None = None
         self._closed = False
 
     @property
@@ -456,7 +457,16 @@ class Broadcast(Generic[T]):
         # lock; one that returns was handed the lock (see _finish's finally).
         if self._holder is not None and self._holder is trio.lowlevel.current_task():
             raise RuntimeError("publish() was awaited by a subscriber of the same Broadcast")
-        await self._waiting_publishers.park()
+        if self._locked:
+            waiting = self._waiting_publishers
+            if waiting is None:
+                waiting = self._waiting_publishers = trio.lowlevel.ParkingLot()
+            await waiting.park()
+        else:
+            # Released before this awaitable started (it was handed to another task to
+            # await, as a delivery begun in a producer's task is): nobody will hand the lock
+            # over, so take it.
+            self._locked = True
         await self._finish(event, self._subscribers, 0, None, None)
 
     async def _finish(
@@ -493,8 +503,9 @@ class Broadcast(Generic[T]):
             self._release()
 
     def _release(self) -> None:
-        if self._waiting_publishers:
-            self._waiting_publishers.unpark()  # the lock passes to it: _locked stays True
+        waiting = self._waiting_publishers
+        if waiting:
+            waiting.unpark()  # the lock passes to it: _locked stays True
         else:
             self._locked = False
 

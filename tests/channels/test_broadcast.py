@@ -601,3 +601,26 @@ async def test_publish_to_sync_subscribers_is_done_during_the_call() -> None:
         assert bus.publish(7) is DELIVERED
         assert seen == [7]
         assert sub.receive_nowait() == 7
+
+
+async def test_a_queued_publish_awaited_after_the_lock_was_released_still_delivers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A publish queued behind another, whose awaitable only starts after that one finished
+    (handed to another task, as the agent loop's inline delivery does), takes the free lock
+    instead of waiting for a hand-over that never comes."""
+    bus: Broadcast[int] = Broadcast()
+    seen: list[int] = []
+
+    async def slow(event: int) -> None:
+        await trio.sleep(0.01)
+        seen.append(event)
+
+    bus.subscribe(slow)
+    first = bus.publish(1)  # holds the lock until awaited to the end
+    second = bus.publish(2)  # queued: the lock is taken
+    with trio.fail_after(10):  # virtual seconds: only a lost hand-over reaches it
+        await first
+        await second
+        await bus.publish(3)
+    assert seen == [1, 2, 3]
