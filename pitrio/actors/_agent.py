@@ -134,7 +134,8 @@ class _StartRun:
     prompts: list[AgentMessage] | None
     skip_initial_steering_poll: bool
     policy: BusyPolicy
-    reply: Reply[_Run | None] = attrs.Factory(lambda: Reply[_Run | None]())
+    # Reply, not Reply[...](): subscripting the class builds a typing alias per call (~1.3 us).
+    reply: Reply[_Run | None] = attrs.Factory(Reply)
     abandoned: bool = False
     """Set when the caller stopped waiting before the command was executed."""
 

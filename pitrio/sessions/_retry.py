@@ -271,7 +271,7 @@ waits for the answer), so the inbox never holds more than one; the rest is headr
 class _Backoff:
     message: AssistantMessage
     on_scheduled: Callable[[], None] | None
-    reply: Reply[bool] = attrs.Factory(lambda: Reply[bool]())
+    reply: Reply[bool] = attrs.Factory(Reply)
 
 
 class RetryActor:
