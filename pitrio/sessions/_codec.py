@@ -71,7 +71,7 @@ def _entry_builders() -> dict[Any, Callable[[Any], Any]]:
     return builders
 
 
-_ENTRY_BUILDERS: Final = _entry_builders()
+ENTRY_BUILDERS: Final = _entry_builders()
 
 
 def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
@@ -85,7 +85,7 @@ def decode_entry(data: Mapping[str, Any]) -> SessionEntry:
         # build (an unknown type, an unusual shape) goes through the codec's union, which
         # gives the same entry or the error.
         try:
-            return cast(SessionEntry, _ENTRY_BUILDERS[data.get("type")](data))
+            return cast(SessionEntry, ENTRY_BUILDERS[data.get("type")](data))
         except Exception:
             pass
     return cast(SessionEntry, _decode_entry(data))

@@ -21,7 +21,7 @@ import orjson
 import structlog
 
 from pitrio.codec import WireFormatError, loads
-from pitrio.sessions._codec import SESSIONS_CODEC, decode_entry
+from pitrio.sessions._codec import ENTRY_BUILDERS, SESSIONS_CODEC, decode_entry
 from pitrio.sessions._entries import (
     CURRENT_SESSION_VERSION,
     SessionEntry,
@@ -277,14 +277,17 @@ def _decode_lines(lines: _Lines) -> EntryColumns:
     add_message = columns.messages.append
     source = lines.lines
     parse = orjson.loads
-    decode = decode_entry
+    # The entry class's generated decoder, straight from the tag (decode_entry's fast path
+    # without its call): an unknown tag (KeyError) or a shape it does not build takes the
+    # careful path below, which decodes through decode_entry and reports what fails.
+    builders = ENTRY_BUILDERS
     message_entry = SessionMessageEntry
     unbuilt = 0
     for index in range(lines.next, lines.last + 1):
         try:
             obj = parse(source[index])
             if type(obj) is dict and obj.get("type") != "session":
-                decoded = decode(obj)
+                decoded = builders[obj.get("type")](obj)
                 add_id(decoded.id)
                 add_parent(decoded.parent_id)
                 if type(decoded) is message_entry and decoded.extra is None:
