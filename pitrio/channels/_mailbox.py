@@ -8,14 +8,14 @@ queue, and adds the notifications an actor needs to react to arrivals while it i
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Final, Generic, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
 import trio
 
 from ._exceptions import MailboxFull
-from ._park import Park, wake
+from ._park import Waiters
 
 T = TypeVar("T")
 
@@ -59,7 +59,7 @@ class _PendingPut(Generic[T]):
         self.rejected = False  # set by close(): the put raises ClosedResourceError
 
 
-class Mailbox(Generic[T]):
+class Mailbox(Waiters, Generic[T]):
     """Hold up to ``max_size`` items for a consumer that takes them between steps.
 
     Producers (UIs, RPC handlers) add items with `put_nowait` or `put`; the consumer (the agent
@@ -97,11 +97,8 @@ class Mailbox(Generic[T]):
         "_items",
         "_max_size",
         "_mode",
-        "_park_message",
         "_peak",
         "_putters",
-        "_waiter",
-        "_waiters",
     )
 
     def __init__(self, mode: MailboxMode = "one-at-a-time", *, max_size: int = MAILBOX_SIZE):
@@ -121,15 +118,11 @@ class Mailbox(Generic[T]):
         # Tasks blocked in put(), in arrival order (dicts keep insertion order); created by
         # the first (a box that never fills, the common case, holds no dict).
         self._putters: dict[trio.lowlevel.Task, _PendingPut[T]] | None = None
-        # The task blocked in wait_nonempty() (an actor's inbox has one consumer): it parks on
-        # _park_message, one Park made by the first wait and reused, so a wait allocates
-        # nothing (an actor that parks after every command kept a coroutine, a closure, its
-        # cells and the park message alive per wait, all promoted by the cyclic collector).
-        self._waiter: trio.lowlevel.Task | None = None
-        self._park_message: Park | None = None
-        # Further tasks blocked in wait_nonempty() while _waiter is taken (created by the
-        # first; rare: an inbox has one reader).
-        self._waiters: list[trio.lowlevel.Task] | None = None
+        # Tasks blocked in wait_nonempty() (Waiters): an actor's inbox has one consumer, which
+        # parks on one Park made by its first wait, so a wait allocates nothing (an actor that
+        # parks after every command kept a coroutine, a closure, its cells and the park
+        # message alive per wait, all promoted by the cyclic collector).
+        super().__init__()
         # Created lazily by arrival_event(); invariant: None, or set whenever the box is
         # non-empty. Dropped (not cleared: Events cannot be) once a set one is drained empty.
         self._arrival: trio.Event | None = None
@@ -275,7 +268,7 @@ class Mailbox(Generic[T]):
         while not self._items:
             if self._closed:
                 raise trio.EndOfChannel
-            await self._park()
+            await self._wait_parked()
 
     def arrival_event(self) -> trio.Event:
         """Return an event that is set while the box holds, or once it receives, an item.
@@ -350,46 +343,10 @@ class Mailbox(Generic[T]):
             self._peak = size
         if self._arrival is not None:
             self._arrival.set()
-        if self._waiter is not None or self._waiters:
+        if self._has_waiters():
             self._wake_waiters()
         for callback in self._arrival_callbacks:
             callback()
-
-    def _park(self) -> Awaitable[None]:
-        """Wait until `_wake_waiters` (an arrival or `close`) reschedules this task."""
-        if self._waiter is None:
-            self._waiter = trio.lowlevel.current_task()
-            park = self._park_message
-            if park is None:
-                park = self._park_message = Park(self._abort_waiter)
-            return park
-        return self._park_in_list()
-
-    def _abort_waiter(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-        self._waiter = None  # still parked: a woken task is never aborted
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    async def _park_in_list(self) -> None:
-        waiters = self._waiters
-        if waiters is None:
-            waiters = self._waiters = []
-        task = trio.lowlevel.current_task()
-        waiters.append(task)
-
-        def abort_fn(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            waiters.remove(task)  # still listed: a woken task is never aborted
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort_fn)
-
-    def _wake_waiters(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            wake(waiter)
-        waiters, self._waiters = self._waiters, None
-        for task in waiters or ():
-            trio.lowlevel.reschedule(task)
 
     def _removed(self) -> None:
         """After items were taken: admit blocked puts, retire a used arrival event."""

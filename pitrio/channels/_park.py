@@ -12,7 +12,7 @@ yields the same message to the run loop every time and takes the outcome back in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Final, cast
 
 import outcome
@@ -84,3 +84,58 @@ class Park:
 
     def close(self) -> None:
         pass
+
+
+class Waiters:
+    """Tasks parked until their owner wakes them all: the first on a `Park` made by the first
+    wait (nothing allocated per wait), any others at the same time in a list with a closure
+    each (rare). A base class, not a member, so an owner carries no extra object: a `Mailbox`
+    consumer and the waiters of a `Reply` or `Latch` use it.
+    """
+
+    __slots__ = ("_waiter", "_waiter_park", "_waiters")
+
+    def __init__(self) -> None:
+        self._waiter: trio.lowlevel.Task | None = None
+        self._waiter_park: Park | None = None
+        self._waiters: list[trio.lowlevel.Task] | None = None
+
+    def _wait_parked(self) -> Awaitable[None]:
+        """Park the calling task until `_wake_waiters`; await the result at once."""
+        if self._waiter is None:
+            self._waiter = trio.lowlevel.current_task()
+            park = self._waiter_park
+            if park is None:
+                park = self._waiter_park = Park(self._abort_waiter)
+            return park
+        return self._wait_in_list()
+
+    def _has_waiters(self) -> bool:
+        return self._waiter is not None or bool(self._waiters)
+
+    def _abort_waiter(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._waiter = None  # still parked: a woken task is never aborted
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def _wait_in_list(self) -> None:
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = []
+        task = trio.lowlevel.current_task()
+        waiters.append(task)
+
+        def abort_fn(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            waiters.remove(task)  # still listed: a woken task is never aborted
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort_fn)
+
+    def _wake_waiters(self) -> None:
+        """Reschedule every parked task."""
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            wake(waiter)
+        waiters, self._waiters = self._waiters, None
+        for task in waiters or ():
+            trio.lowlevel.reschedule(task)

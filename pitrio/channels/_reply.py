@@ -16,68 +16,37 @@ from typing import Generic, Protocol, TypeVar
 import trio
 
 from ._mailbox import Mailbox
-from ._park import Park, wake
+from ._park import Waiters
 
 T = TypeVar("T")
 
 
-class _OneShot:
+class _OneShot(Waiters):
     """A flag set once, whose first waiter parks on an object made once (see :class:`Latch`).
 
     ``Event.wait`` keeps a coroutine, a closure and its cells, the park message and a
     generator alive for as long as the wait lasts; a run's end, a job's end or a command's
     answer is waited for seconds, so with thousands of sessions all of it was promoted by the
     cyclic collector. Here the first waiter parks on one :class:`~._park.Park` (created by
-    the first wait); further waiters at the same time take the general path.
+    the first wait); further waiters at the same time take the general path (`Waiters`).
     """
 
-    __slots__ = ("_flag", "_park", "_waiter", "_waiters")
+    __slots__ = ("_flag",)
 
     def __init__(self) -> None:
+        super().__init__()
         self._flag = False
-        self._waiter: trio.lowlevel.Task | None = None
-        self._park: Park | None = None
-        self._waiters: list[trio.lowlevel.Task] | None = None
 
     def _set_flag(self) -> None:
         if self._flag:
             return
         self._flag = True
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            wake(waiter)
-        waiters, self._waiters = self._waiters, None
-        for task in waiters or ():
-            trio.lowlevel.reschedule(task)
+        self._wake_waiters()
 
     def _wait_flag(self) -> Awaitable[None]:
         if self._flag:
             return trio.lowlevel.checkpoint()  # noqa: ASYNC105 - the caller awaits it at once
-        if self._waiter is None:
-            self._waiter = trio.lowlevel.current_task()
-            park = self._park
-            if park is None:
-                park = self._park = Park(self._abort_waiter)
-            return park
-        return self._wait_in_list()
-
-    def _abort_waiter(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-        self._waiter = None  # still parked: a woken task is never aborted
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    async def _wait_in_list(self) -> None:
-        waiters = self._waiters
-        if waiters is None:
-            waiters = self._waiters = []
-        task = trio.lowlevel.current_task()
-        waiters.append(task)
-
-        def abort_fn(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            waiters.remove(task)
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort_fn)
+        return self._wait_parked()
 
 
 class Latch(_OneShot):

@@ -4,26 +4,15 @@ parks on an object made once, and the agent is started without a start handshake
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 import trio.testing
+from parking import parked_on
 
 from pitrio._exceptions import UsageError
 from pitrio.actors import Agent
 
 from helpers import assistant, make_faux
-
-
-def parked_on(task: trio.lowlevel.Task) -> Any:
-    """The innermost object a parked task's coroutine chain is awaiting."""
-    awaited: Any = task.coro
-    while True:
-        inner = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
-        if inner is None:
-            return awaited
-        awaited = inner
 
 
 def agent_tasks() -> list[trio.lowlevel.Task]:

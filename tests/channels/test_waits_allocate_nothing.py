@@ -10,18 +10,9 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from parking import parked_on
 
 from pitrio.channels import Latch, Mailbox, Reply
-
-
-def parked_on(task: trio.lowlevel.Task) -> Any:
-    """The innermost object a parked task's coroutine chain is awaiting."""
-    awaited: Any = task.coro
-    while True:
-        inner = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
-        if inner is None:
-            return awaited
-        awaited = inner
 
 
 async def test_a_mailbox_consumer_parks_on_the_same_object_every_time(
