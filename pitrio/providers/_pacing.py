@@ -340,21 +340,18 @@ class PacingClock:
                 position = pacer._position
                 try:
                     stopped = pacer._deliver(chunks[position])
+                    position += 1
+                    pacer._position = position
+                    if stopped is None and position < len(chunks):
+                        entry[0] = now + pacer._delay(chunks[position])
+                        entry[1] = next(seq)
+                        heappush(heap, entry)
+                        continue
                 except Exception as exc:  # handed to the feed's own task, not raised here
                     pacer._position = len(chunks)
                     result: Any = outcome.Error(exc)
                 else:
-                    position += 1
-                    pacer._position = position
-                    if stopped is None:
-                        if position < len(chunks):
-                            entry[0] = now + pacer._delay(chunks[position])
-                            entry[1] = next(seq)
-                            heappush(heap, entry)
-                            continue
-                        result = _WAKE
-                    else:
-                        result = outcome.Value(stopped)
+                    result = _WAKE if stopped is None else outcome.Value(stopped)
                 entry[2] = None
                 if pacer is me:
                     me._outcome = result

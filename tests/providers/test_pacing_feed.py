@@ -102,7 +102,8 @@ async def test_an_exception_in_a_delivery_is_raised_by_the_feeding_task(
 
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_feed, "good", [2, 2, 2], log)  # keeps time (the first waiter)
+        nursery.start_soon(_feed, "good", [2, 2, 2], log)
+        await trio.testing.wait_all_tasks_blocked()  # "good" keeps time: deliveries run there
         nursery.start_soon(bad)
     assert [str(e) for e in failed] == ["broken delivery"]
     assert [entry for entry in log if entry[0] == "bad"] == [
@@ -207,3 +208,36 @@ async def test_many_feeds_due_together_let_other_tasks_run_between_passes(
     assert delivered == total
     assert observed and max(observed) < total
     assert all(n <= RELEASE_DELIVERIES * (i + 1) for i, n in enumerate(sorted(set(observed))))
+
+
+async def test_an_exception_in_a_delay_is_raised_by_the_feeding_task(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A delay function that raises (here for the third chunk, computed by the time keeper
+    after the second delivery) ends its own feed with that error; a feed beside it keeps time."""
+    log: list[tuple[str, int, float]] = []
+    failed: list[BaseException] = []
+
+    def delay(chunk: int) -> float:
+        if chunk == 3:
+            raise ValueError("no delay for 3")
+        return DELAY
+
+    async def bad() -> None:
+        def deliver(chunk: int) -> None:
+            log.append(("bad", chunk, trio.current_time()))
+
+        try:
+            await pacing_clock().pacer().feed([1, 2, 3, 4], delay, deliver)
+        except ValueError as exc:
+            failed.append(exc)
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_feed, "good", [1, 1, 1], log)
+        await trio.testing.wait_all_tasks_blocked()  # "good" keeps time: the delay runs there
+        nursery.start_soon(bad)
+    assert [str(e) for e in failed] == ["no delay for 3"]
+    assert [entry[1] for entry in log if entry[0] == "bad"] == [1, 2]
+    assert [entry for entry in log if entry[0] == "good"] == _expected("good", [1, 1, 1], start)
+    assert pacing_clock().waiting() == 0
