@@ -99,6 +99,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_finished",
         "_has_result",
         "_inline",
+        "_inline_abort",
         "_is_complete",
         "_max_buffer",
         "_park",
@@ -128,6 +129,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # What the parked consumer asked to have done with an offered event in place of a
         # wake-up (see wait_readable); meaningful only while _receiver is set.
         self._inline: Callable[[T], Any] | None = None
+        # While the handler runs: None; True once a cancellation of the parked consumer came
+        # in meanwhile (the abort is refused, and the consumer woken when the handler is done).
+        # False otherwise.
+        self._inline_abort: bool | None = False
         # The consumer's park, made at its first wait: a wait allocates nothing (a paced
         # stream's consumer parks once per token). It refers back to the stream, a cycle that
         # aclose breaks.
@@ -236,13 +241,24 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 # The consumer is parked with nothing buffered and handles this event here,
                 # in the producer's task: no task switch. It stays parked unless the handler
                 # hands back an awaitable to finish in the consumer's own task (or raised).
+                # A subscriber reached from the handler may cancel the consumer (abort the
+                # run): the abort is refused until the handler is done (see _abort_receive),
+                # so the consumer is woken once, here, and meets its cancellation at its next
+                # checkpoint, after finishing what the handler handed it.
+                self._inline_abort = None
                 try:
                     rest = inline(event)
                 except Exception as exc:
+                    self._inline_abort = False
                     self._receiver = None
                     trio.lowlevel.reschedule(receiver, outcome.Error(exc))
                     return True
+                aborted = self._inline_abort
+                self._inline_abort = False
                 if rest is None:
+                    if aborted:
+                        self._receiver = None
+                        wake(receiver)
                     return True
                 if rest is not NOT_TAKEN:
                     self._receiver = None
@@ -439,6 +455,9 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             self._writers.unpark_all()
 
     def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
+        if self._inline_abort is not False:  # the inline handler runs: offer wakes us after
+            self._inline_abort = True
+            return trio.lowlevel.Abort.FAILED
         self._receiver = None
         return trio.lowlevel.Abort.SUCCEEDED
 

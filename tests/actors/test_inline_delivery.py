@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -57,25 +58,41 @@ async def test_paced_and_unpaced_runs_deliver_the_same_events(
     assert sum(isinstance(e, MessageUpdateEvent) for e in paced_sync) > 20
 
 
+@pytest.mark.parametrize("with_async_subscriber", [False, True])
 async def test_a_subscriber_aborting_from_a_delta_stops_the_paced_run(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, with_async_subscriber: bool
 ) -> None:
     """agent.abort() called by a sync subscriber on the fifth delta (run in the provider's
-    task) ends the run as aborted, with no delta after the next one."""
+    task) ends the run as aborted, with no delta after the next one; with an async subscriber
+    after it, the delivery the loop has to finish is finished before the abort lands."""
     faux, registry = make_faux(tokens_per_second=50)
     faux.set_responses([assistant("abcd" * 40)])
     deltas: list[Any] = []
+    types: list[str] = []
+    later_types: list[str] = []
     async with open_agent(model=faux.get_model(), registry=registry) as agent:
 
         def listener(event: AgentEvent) -> None:
+            types.append(event.type)
             if isinstance(event, MessageUpdateEvent):
                 deltas.append(event)
                 if len(deltas) == 5:
                     agent.abort()
 
         agent.subscribe(listener)
+        if with_async_subscriber:
+
+            async def later(event: AgentEvent) -> None:
+                await trio.lowlevel.checkpoint()
+                later_types.append(event.type)
+
+            agent.subscribe(later)
         with trio.fail_after(10):
             await agent.prompt("talk")
     last = agent.messages[-1]
     assert last.stop_reason == "aborted"  # type: ignore[union-attr]
     assert 5 <= len(deltas) <= 6
+    # The closing events were delivered, not skipped for a delivery left unfinished.
+    assert types[-3:] == ["message_end", "turn_end", "agent_end"]
+    if with_async_subscriber:
+        assert later_types[-3:] == ["message_end", "turn_end", "agent_end"]

@@ -170,3 +170,50 @@ def test_inline_and_buffered_handling_keep_the_producer_order(
         return [event.value for _, event in consumer.got]
 
     assert trio.run(main) == list(range(len(kinds) + 1))
+
+
+@pytest.mark.parametrize("outcome", ["handled", "left", "awaitable", "raises"])
+async def test_a_handler_that_cancels_its_consumer_wakes_it_once(outcome: str) -> None:
+    """A handler whose work cancels the waiting consumer (a subscriber aborting the run) does
+    not wake it twice: the consumer finishes what the handler handed it, then is cancelled at
+    its next checkpoint; the producer is unaffected."""
+    stream = make_stream()
+    finished: list[str] = []
+    ended: list[str] = []
+    scope = trio.CancelScope()
+
+    async def finish() -> None:
+        try:
+            await trio.lowlevel.checkpoint()
+        finally:
+            finished.append("finally ran")  # cancelled inside, it still ends
+
+    def inline(event: Ev) -> Any:
+        scope.cancel()  # the consumer's wait is being aborted while we run
+        if outcome == "handled":
+            return None
+        if outcome == "left":
+            return NOT_TAKEN
+        if outcome == "awaitable":
+            return finish()
+        raise ValueError("handler failed")
+
+    async def consume() -> None:
+        with scope:
+            try:
+                rest = await stream.wait_readable(inline)
+                if rest is not None:
+                    await rest
+                stream.receive_all_nowait()  # what was left to the consumer
+                await stream.wait_readable(inline)  # the cancellation lands here at the latest
+            except ValueError as exc:
+                ended.append(str(exc))
+                return
+        ended.append("cancelled" if scope.cancelled_caught else "not cancelled")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consume)
+        await trio.testing.wait_all_tasks_blocked()
+        assert stream.offer(Ev("delta", 1))
+    assert ended == (["handler failed"] if outcome == "raises" else ["cancelled"])
+    assert finished == (["finally ran"] if outcome == "awaitable" else [])
