@@ -18,21 +18,25 @@ from typing import Any, Final, cast
 import outcome
 import trio
 
-_WaitTaskRescheduled: Any
-try:  # the message wait_task_rescheduled yields to the run loop (the same since trio 0.x)
-    from trio._core._traps import WaitTaskRescheduled as _WaitTaskRescheduled
+PARK_MESSAGE: Any
+"""The message ``wait_task_rescheduled`` yields to the run loop (the same since trio 0.x),
+``None`` if a trio moved it: then a reusable waiter takes the public path (`Park`, and the
+pacing clock's ``Pacer``)."""
+try:
+    from trio._core._traps import WaitTaskRescheduled as PARK_MESSAGE
 except ImportError:  # pragma: no cover - a trio that moved it: the public path
-    _WaitTaskRescheduled = None
+    PARK_MESSAGE = None
 
 
-_WOKEN: Final = outcome.Value(None)
-"""The outcome `wake` reschedules with: shared, so never unwrapped (`Park.send` knows it)."""
+WOKEN: Final = outcome.Value(None)
+"""The outcome `wake` reschedules with: shared, so never unwrapped (whoever takes it back
+compares it by identity, as `Park.send` does)."""
 
 
 def wake(task: trio.lowlevel.Task) -> None:
     """Reschedule ``task``, parked on a `Park`, so that its ``await`` returns None, without the
     outcome object ``trio.lowlevel.reschedule`` would allocate per wake-up."""
-    trio.lowlevel.reschedule(task, _WOKEN)
+    trio.lowlevel.reschedule(task, WOKEN)
 
 
 class _Ready:
@@ -46,7 +50,7 @@ class _Ready:
 
 
 READY: Final = _Ready()
-"""What a ``wait_*`` method returns when there is nothing to wait for."""
+"""What a ``wait_*`` method returns when there is nothing to wait for (it returns None)."""
 
 
 class Park:
@@ -61,7 +65,7 @@ class Park:
 
     def __init__(self, abort: Callable[[Any], trio.lowlevel.Abort]) -> None:
         self._abort = abort
-        self._message: Any = _WaitTaskRescheduled(abort) if _WaitTaskRescheduled else None
+        self._message: Any = PARK_MESSAGE(abort) if PARK_MESSAGE else None
 
     def __await__(self) -> Generator[Any, Any, Any]:
         if self._message is None:  # pragma: no cover - see the import above
@@ -75,7 +79,7 @@ class Park:
         return self._message  # the run loop records the abort callback and parks the task
 
     def send(self, value: Any) -> Any:
-        if value is _WOKEN:
+        if value is WOKEN:
             raise StopIteration
         raise StopIteration(value.unwrap())  # the outcome the task was rescheduled with
 

@@ -42,14 +42,8 @@ from typing import Any, Final, TypeVar, cast
 import outcome
 import trio
 
-_WaitTaskRescheduled: Any
-try:  # the message wait_task_rescheduled yields to the run loop (the same since trio 0.x)
-    from trio._core._traps import WaitTaskRescheduled as _WaitTaskRescheduled
-except ImportError:  # pragma: no cover - a trio that moved it: the public path below
-    _WaitTaskRescheduled = None
+from pitrio.channels._park import PARK_MESSAGE, READY, WOKEN, wake
 
-_WAKE: Final = outcome.Value(None)
-"""What a released waiter is rescheduled with (never unwrapped, so one object serves all)."""
 _LEAD: Final = outcome.Value("lead")
 """What a parked waiter is rescheduled with when it becomes the leader."""
 
@@ -70,18 +64,6 @@ def _no_delay(_: object) -> float:
 def _no_delivery(_: object) -> object:
     return None
 
-
-class _ReadyNone:
-    """An awaitable that returns None at once, without a checkpoint (an empty feed)."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        return
-        yield
-
-
-READY_NONE: Final = _ReadyNone()
 
 _Entry = list[Any]
 """A heap entry ``[due, seq, pacer]``; ``pacer`` is None once released or cancelled (dead).
@@ -122,14 +104,12 @@ class Pacer:
         self._position = 0
         self._delay: Callable[[Any], float] = _no_delay
         self._deliver: Callable[[Any], Any] = _no_delivery
-        self._outcome: Any = _WAKE  # how the feed's last release ended (the leader's answer)
+        self._outcome: Any = WOKEN  # how the feed's last release ended (the leader's answer)
         # The park message's abort reaches the pacer through a weak reference: a strong one
         # would be a cycle, and the pacer (with the stream's task, its nursery and scopes
         # until the task is gone) would wait for a full collection instead of dying with the
         # block.
-        self._message: Any = (
-            _WaitTaskRescheduled(_AbortRef(self)) if _WaitTaskRescheduled is not None else None
-        )
+        self._message: Any = PARK_MESSAGE(_AbortRef(self)) if PARK_MESSAGE is not None else None
 
     def until(self, due: float) -> Awaitable[None]:
         """Return an awaitable that returns once the Trio clock reaches ``due``.
@@ -165,7 +145,7 @@ class Pacer:
         self._delay = delay
         self._deliver = deliver
         if not chunks:
-            return READY_NONE
+            return READY
         return self.feed_on()
 
     def feed_on(self) -> Awaitable[Any]:
@@ -174,7 +154,7 @@ class Pacer:
         assert chunks is not None, "feed_on() without a feed"
         position = self._position
         if position >= len(chunks):
-            return READY_NONE
+            return READY
         return self._arm(trio.current_time() + self._delay(chunks[position]))
 
     def _arm(self, due: float) -> Awaitable[Any]:
@@ -224,7 +204,7 @@ class Pacer:
             except BaseException:
                 self._sub = None
                 raise
-        if value is _WAKE:
+        if value is WOKEN:
             self._task = None
             raise StopIteration
         if value is _LEAD:
@@ -315,8 +295,8 @@ class PacingClock:
             me._task = None
             self._leader = None
             self._promote()
-        result, me._outcome = me._outcome, _WAKE
-        return None if result is _WAKE else result.unwrap()  # _WAKE is shared: never unwrapped
+        result, me._outcome = me._outcome, WOKEN
+        return None if result is WOKEN else result.unwrap()  # WOKEN is shared: never unwrapped
 
     def _release(self, now: float, me: Pacer) -> None:
         heap = self._heap
@@ -351,7 +331,7 @@ class PacingClock:
                     pacer._position = len(chunks)
                     result: Any = outcome.Error(exc)
                 else:
-                    result = _WAKE if stopped is None else outcome.Value(stopped)
+                    result = WOKEN if stopped is None else outcome.Value(stopped)
                 entry[2] = None
                 if pacer is me:
                     me._outcome = result
@@ -360,7 +340,7 @@ class PacingClock:
                 continue
             entry[2] = None
             if pacer is not me:
-                reschedule(pacer._task, _WAKE)
+                wake(pacer._task)
 
     def _promote(self) -> None:
         # Hand leadership to the earliest live waiter (it stays in the heap, parked until now).
