@@ -420,13 +420,12 @@ class LoopController:
                         del rest
                     continue
                 for event in batch:
-                    if type(event) in _UPDATE_KINDS:
-                        if started:
-                            delivery = emit(
-                                _message_update(event, event.partial)  # type: ignore[union-attr]
-                            )
-                            if delivery is not DELIVERED:
-                                await delivery
+                    # A delta goes the way it goes while this task is parked (one place
+                    # decides how it becomes its message_update).
+                    delivery = inline(event)
+                    if delivery is not NOT_TAKEN:
+                        if delivery is not None:
+                            await delivery
                     elif isinstance(event, StartEvent):
                         self._assistant_started = started = True
                         await emit(MessageStartEvent(message=event.partial))
@@ -451,11 +450,14 @@ class LoopController:
         return await self._end_assistant(final)
 
     def _inline_update(self, event: Any) -> Any:
-        """Deliver a streamed delta while the stream's consumer (`_stream_assistant`) is
-        parked with nothing buffered: exactly what its loop would do with it, in the
-        provider's task. Returns the delivery to finish when a subscriber must be awaited
-        (the consumer awaits it), `NOT_TAKEN` for any other event (the consumer takes it)."""
-        if type(event) in _UPDATE_KINDS and self._assistant_started:
+        """Deliver a streamed delta as its ``message_update``: from `_stream_assistant`'s
+        loop, or from the provider's task while that loop is parked with nothing buffered.
+        Returns None when it was delivered, the delivery to finish when a subscriber must be
+        awaited (the loop awaits it), `NOT_TAKEN` for any other event (the loop handles it);
+        a delta that comes before the message's start event is ignored (None)."""
+        if type(event) in _UPDATE_KINDS:
+            if not self._assistant_started:
+                return None
             delivery = self._emit(_message_update(event, event.partial))
             return None if delivery is DELIVERED else delivery
         return NOT_TAKEN
