@@ -316,11 +316,8 @@ class Agent:
         finally:
             self._inbox = None
             self._nursery = None
-            self._closed = True
             close_inbox(inbox, UsageError("Agent is closed"))
-            self._steering.close()
-            self._follow_up.close()
-            self._bus.close()
+            self.close()
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def ensure_started(self, nursery: trio.Nursery) -> None:
