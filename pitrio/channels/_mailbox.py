@@ -176,13 +176,9 @@ class Mailbox(Waiters, Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("the mailbox was closed")
         items = self._items
-        if items is None:
-            self._items = [item]
-        elif len(items) >= self._max_size:
+        if items is not None and len(items) >= self._max_size:
             raise MailboxFull(self._max_size)
-        else:
-            items.append(item)
-        self._arrived()
+        self._add(item)
 
     async def put(self, item: T) -> None:
         """Add ``item``, waiting while the box is full.
@@ -195,11 +191,7 @@ class Mailbox(Waiters, Generic[T]):
             raise trio.ClosedResourceError("the mailbox was closed")
         items = self._items
         if items is None or len(items) < self._max_size:
-            if items is None:
-                self._items = [item]
-            else:
-                items.append(item)
-            self._arrived()
+            self._add(item)
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
         # Full. Queue the item with our task; _admit_putters() moves it into the box (keeping
@@ -335,6 +327,15 @@ class Mailbox(Waiters, Generic[T]):
         )
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _add(self, item: T) -> None:
+        """Append ``item`` (there is room), making the list if the box was empty."""
+        items = self._items
+        if items is None:
+            self._items = [item]
+        else:
+            items.append(item)
+        self._arrived()
 
     def _arrived(self) -> None:
         """Record new items: track the peak, set the arrival event, wake waiters."""
