@@ -83,7 +83,8 @@ each time since Python 3.10)."""
 
 class RegistryStream:
     """The default ``stream_fn``: ``start_stream`` on the agent's registry (one small object
-    per agent, not a closure, its cell and closure tuple)."""
+    per agent, not a closure, its cell and closure tuple). Its streams are not abortable on
+    their own: the run's cancel scope aborts them."""
 
     __slots__ = ("registry",)
 
@@ -91,4 +92,6 @@ class RegistryStream:
         self.registry = registry
 
     def __call__(self, nursery: trio.Nursery, model: Model, context: Any, options: Any) -> Any:
-        return start_stream(nursery, model, context, options, registry=self.registry)
+        return start_stream(
+            nursery, model, context, options, registry=self.registry, abortable=False
+        )

@@ -39,19 +39,24 @@ def start_stream(
     simple: bool = True,
     registry: ProviderRegistry | None = None,
     max_buffer: int = ASSISTANT_STREAM_BUFFER,
+    abortable: bool = True,
 ) -> AssistantMessageEventStream:
     """Start the provider for ``model.api`` in ``nursery`` and return its event stream.
 
     Args:
         simple: use the provider's ``stream_simple`` (unified ``reasoning`` option) rather than
             ``stream`` (API-specific ``provider_options``).
+        abortable: whether the stream's own ``abort()`` may cancel the provider. With False
+            the provider is cancelled only with ``nursery``'s scope (or an enclosing one) and
+            costs one cancel scope less; an agent's LLM calls are started so (its run's scope
+            aborts them).
 
     Raises:
         ProviderNotFound: no provider is registered for ``model.api``.
     """
     provider = (registry or default_registry).resolve(model.api)
     fn = provider.simple() if simple else provider.stream
-    events = AssistantMessageEventStream(model, max_buffer=max_buffer)
+    events = AssistantMessageEventStream(model, max_buffer=max_buffer, abortable=abortable)
     nursery.start_soon(events._run, fn, model, context, options or DEFAULT_OPTIONS)
     return events
 

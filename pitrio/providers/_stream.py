@@ -15,6 +15,7 @@ from typing import Final, TypeAlias
 
 import trio
 
+from pitrio._exceptions import UsageError
 from pitrio.channels import EventStream
 from pitrio.providers._events import (
     AssistantMessageEvent,
@@ -31,6 +32,9 @@ hand over in batches instead of switching tasks per token; a slow consumer holds
 this many events, and then the provider (and its HTTP read) waits."""
 
 ABORTED_MESSAGE: Final = "Request was aborted"
+NOT_ABORTABLE: Final = (
+    "this stream has no abort of its own: cancel the scope that started it (abort the agent)"
+)
 DEFAULT_OPTIONS: Final = StreamOptions()
 
 
@@ -46,12 +50,19 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
     ``result()`` may be awaited by anyone. :meth:`abort` may be called from any task.
     """
 
-    def __init__(self, model: Model, *, max_buffer: int = ASSISTANT_STREAM_BUFFER) -> None:
+    def __init__(
+        self,
+        model: Model,
+        *,
+        max_buffer: int = ASSISTANT_STREAM_BUFFER,
+        abortable: bool = True,
+    ) -> None:
         super().__init__(is_terminal, final_message, max_buffer=max_buffer)
         self.model = model
         self._builder: AssistantMessageBuilder | None = None
         self._scope: trio.CancelScope | None = None
         self._abort_requested = False
+        self._abortable = abortable
 
     def attach(self, builder: AssistantMessageBuilder) -> None:
         """Tell the stream which builder holds the message, so an abort can finish it."""
@@ -70,7 +81,14 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
             await self.push(event)
 
     def abort(self) -> None:
-        """Cancel the provider; the stream then ends with an ``aborted`` error event."""
+        """Cancel the provider; the stream then ends with an ``aborted`` error event.
+
+        Raises:
+            UsageError: the stream was started with ``abortable=False`` (it is cancelled with
+                the scope of whoever started it, as an agent's run cancels its LLM calls).
+        """
+        if not self._abortable:
+            raise UsageError(NOT_ABORTABLE)
         self._abort_requested = True
         if self._scope is not None:
             self._scope.cancel()
@@ -98,19 +116,21 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
     async def _run(
         self, fn: ProviderStreamFn, model: Model, context: Context, options: StreamOptions
     ) -> None:
-        with trio.CancelScope() as scope:
-            self._scope = scope
-            if self._abort_requested:
-                scope.cancel()
-            try:
-                await fn(model, context, options, self)
-            except Exception as exc:
-                if not self._done:
-                    message = self._finish_message("error", _error_text(exc))
-                    await self.emit(ErrorEvent(reason="error", error=message))
-        self._scope = None
+        aborted = False
+        if self._abortable:
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                if self._abort_requested:
+                    scope.cancel()
+                await self._produce(fn, model, context, options)
+            self._scope = None
+            aborted = scope.cancelled_caught
+        else:
+            # Cancelled only with the scope of whoever started it: no scope of its own (a
+            # cancel scope is ~5 us and a dozen GC-tracked objects per LLM call).
+            await self._produce(fn, model, context, options)
         if not self._done:
-            if scope.cancelled_caught:
+            if aborted:
                 message = self._finish_message("aborted", ABORTED_MESSAGE)
                 await self.emit(ErrorEvent(reason="aborted", error=message))
             else:
@@ -119,6 +139,16 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
                 )
                 await self.emit(ErrorEvent(reason="error", error=message))
         self.end()
+
+    async def _produce(
+        self, fn: ProviderStreamFn, model: Model, context: Context, options: StreamOptions
+    ) -> None:
+        try:
+            await fn(model, context, options, self)
+        except Exception as exc:
+            if not self._done:
+                message = self._finish_message("error", _error_text(exc))
+                await self.emit(ErrorEvent(reason="error", error=message))
 
 
 ProviderStreamFn: TypeAlias = Callable[
