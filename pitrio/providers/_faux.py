@@ -14,7 +14,6 @@ the same script, except that text is cut by code points where JavaScript cuts UT
 from __future__ import annotations
 
 import itertools
-import math
 import random
 import secrets
 import weakref
@@ -27,6 +26,7 @@ import orjson
 import trio
 
 from pitrio._awaitable import maybe_await
+from pitrio._fast_init import positional_factory
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
@@ -152,7 +152,8 @@ def _js_length(text: str) -> int:
 
 
 def _estimate_tokens(text: str) -> int:
-    return math.ceil(_js_length(text) / 4)
+    # ceil(length / 4) in integers (pi's Math.ceil(text.length / 4)).
+    return (_js_length(text) + 3) // 4
 
 
 def _json(value: Any) -> str:
@@ -162,6 +163,8 @@ def _json(value: Any) -> str:
 def _user_text(content: str | Sequence[TextContent | ImageContent]) -> str:
     if isinstance(content, str):
         return content
+    if len(content) == 1 and type(content[0]) is TextContent:  # a prompt: one text block
+        return content[0].text
     return "\n".join(
         block.text
         if isinstance(block, TextContent)
@@ -171,6 +174,13 @@ def _user_text(content: str | Sequence[TextContent | ImageContent]) -> str:
 
 
 def _assistant_text(content: Sequence[AssistantContentBlock]) -> str:
+    if len(content) == 1:  # most answers: one block, no list or join
+        block = content[0]
+        kind = type(block)
+        if kind is TextContent:
+            return block.text  # type: ignore[union-attr]
+        if kind is ToolCall:
+            return f"{block.name}:{_json(block.arguments)}"  # type: ignore[union-attr]
     parts = []
     for block in content:
         if isinstance(block, TextContent):
@@ -182,25 +192,41 @@ def _assistant_text(content: Sequence[AssistantContentBlock]) -> str:
     return "\n".join(parts)
 
 
+def _tool_result_text(message: ToolResultMessage) -> str:
+    parts = [message.tool_name]
+    for block in message.content:
+        parts.append(_user_text((block,)))
+    return "\n".join(parts)
+
+
 def _message_text(message: Message) -> str:
     if isinstance(message, UserMessage):
         return _user_text(message.content)
     if isinstance(message, AssistantMessage):
         return _assistant_text(message.content)
     if isinstance(message, ToolResultMessage):
-        return "\n".join([message.tool_name, *(_user_text([b]) for b in message.content)])
+        return _tool_result_text(message)
     raise TypeError(f"not a pi-ai message: {message!r}")
 
 
 def serialize_context(context: Context) -> str:
     """Serialise a request as pi's faux does for its usage estimate (O(context))."""
-    parts = []
-    if context.system_prompt:
-        parts.append(f"system:{context.system_prompt}")
+    system_prompt = context.system_prompt
+    parts = [f"system:{system_prompt}"] if system_prompt else []
+    append = parts.append
     for message in context.messages:
-        parts.append(f"{message.role}:{_message_text(message)}")
+        # Dispatch on the exact class (one compare each); anything else takes the general path.
+        kind = type(message)
+        if kind is UserMessage:
+            append("user:" + _user_text(message.content))  # type: ignore[arg-type]
+        elif kind is AssistantMessage:
+            append("assistant:" + _assistant_text(message.content))  # type: ignore[arg-type]
+        elif kind is ToolResultMessage:
+            append("toolResult:" + _tool_result_text(message))  # type: ignore[arg-type]
+        else:
+            append(f"{message.role}:{_message_text(message)}")
     if context.tools:
-        parts.append(f"tools:{_tools_json(context.tools)}")
+        append(f"tools:{_tools_json(context.tools)}")
     return "\n\n".join(parts)
 
 
@@ -243,14 +269,24 @@ def _common_prefix_length(a: str, b: str) -> int:
     return lo
 
 
+_ZERO_COST: Final = Cost()
+"""The cost of every faux response (frozen, so one object serves them all)."""
+_make_usage: Final = positional_factory(
+    Usage, ("input", "output", "cache_read", "cache_write", "total_tokens", "cost")
+)
+
+
 def _with_usage_estimate(
     message: AssistantMessage,
     context: Context,
     options: StreamOptions,
     prompt_cache: dict[str, str],
-    **changes: Any,
+    api: str,
+    provider: str,
+    model: str,
 ) -> AssistantMessage:
-    """``message`` with pi's usage estimate (and ``changes``), in one copy."""
+    """``message`` with pi's usage estimate and the serving ``api``/``provider``/``model``,
+    in one copy (built directly: ``attrs.evolve`` cost twice as much)."""
     prompt_text = serialize_context(context)
     prompt_tokens = _estimate_tokens(prompt_text)
     output_tokens = _estimate_tokens(_assistant_text(message.content))
@@ -266,18 +302,47 @@ def _with_usage_estimate(
         else:
             cache_write = prompt_tokens
         prompt_cache[session_id] = prompt_text
-    usage = Usage(
-        input=input_tokens,
-        output=output_tokens,
-        cache_read=cache_read,
-        cache_write=cache_write,
-        total_tokens=input_tokens + output_tokens + cache_read + cache_write,
-        cost=Cost(),
+    return AssistantMessage(
+        content=message.content,
+        api=api,
+        provider=provider,
+        model=model,
+        response_model=message.response_model,
+        response_id=message.response_id,
+        diagnostics=message.diagnostics,
+        usage=_make_usage(
+            input_tokens,
+            output_tokens,
+            cache_read,
+            cache_write,
+            input_tokens + output_tokens + cache_read + cache_write,
+            _ZERO_COST,
+        ),
+        stop_reason=message.stop_reason,
+        error_message=message.error_message,
+        timestamp=message.timestamp,
+        extra=message.extra,
     )
-    return attrs.evolve(message, usage=usage, **changes)
 
 
 # --------------------------------------------------------------------------- the provider
+
+# The events of a stream, built positionally (see pitrio._fast_init.positional_factory): a
+# short answer's events are mostly these, not deltas.
+_start_event: Final = positional_factory(StartEvent, ("partial",))
+_text_start: Final = positional_factory(TextStartEvent, ("content_index", "partial"))
+_thinking_start: Final = positional_factory(ThinkingStartEvent, ("content_index", "partial"))
+_tool_call_start: Final = positional_factory(ToolCallStartEvent, ("content_index", "partial"))
+_text_delta: Final = DELTA_FACTORIES[TextDeltaEvent]
+_thinking_delta: Final = DELTA_FACTORIES[ThinkingDeltaEvent]
+_tool_call_delta: Final = DELTA_FACTORIES[ToolCallDeltaEvent]
+_text_end: Final = positional_factory(TextEndEvent, ("content_index", "content", "partial"))
+_thinking_end: Final = positional_factory(ThinkingEndEvent, ("content_index", "content", "partial"))
+_tool_call_end: Final = positional_factory(
+    ToolCallEndEvent, ("content_index", "tool_call", "partial")
+)
+_done_event: Final = positional_factory(DoneEvent, ("reason", "message"))
+_error_event: Final = positional_factory(ErrorEvent, ("reason", "error"))
 
 
 @attrs.define
@@ -390,7 +455,9 @@ class FauxProvider:
                 error_message=NO_MORE_RESPONSES,
                 timestamp=now_ms(),
             )
-            message = _with_usage_estimate(message, context, options, self._prompt_cache)
+            message = _with_usage_estimate(
+                message, context, options, self._prompt_cache, self.api, self.provider, model.id
+            )
             await out.emit(ErrorEvent(reason="error", error=message))
             return
         if isinstance(step, AssistantMessage):
@@ -402,129 +469,113 @@ class FauxProvider:
             context,
             options,
             self._prompt_cache,
-            api=self.api,
-            provider=self.provider,
-            model=model.id,
+            self.api,
+            self.provider,
+            model.id,
         )
         await self._stream_deltas(message, out)
 
-    async def _deltas(
+    async def _paced_deltas(
         self,
         out: AssistantMessageEventStream,
         builder: AssistantMessageBuilder,
         index: int,
-        text: str,
-        event: type[TextDeltaEvent | ThinkingDeltaEvent | ToolCallDeltaEvent],
-        sent: int,
-    ) -> int:
-        """Stream ``text`` into block ``index`` chunk by chunk; return the chunks sent so far.
-
-        The per-token path, so it is one frame: the checkpoint and the push are inlined.
-        Paced: every chunk is delivered ``tokens / tokens_per_second`` after the one before
-        by the run's shared pacing clock (``_pacing``: no Trio deadline per chunk, and this
-        task sleeps through the block instead of waking per chunk; an event the consumer has
-        no room for comes back here to be pushed with backpressure). Unlimited: a checkpoint
-        every ``yield_every`` chunks; with 0 the provider yields only when the consumer is a
-        whole buffer behind (the push waits for room).
-        """
+        chunks: list[str],
+        make: Callable[[int, str, Any], Any],
+        tps: float,
+    ) -> None:
+        """Stream ``chunks`` into block ``index``, each ``tokens / tokens_per_second`` after
+        the one before, delivered by the run's shared pacing clock (``_pacing``: no Trio
+        deadline per chunk, and this task sleeps through the block instead of waking per
+        chunk; an event the consumer has no room for comes back here to be pushed with
+        backpressure)."""
         append = builder.chunk_appender(index)
         snapshot = builder.snapshot
-        make = DELTA_FACTORIES[event]
         offer = out.offer
-        chunks = _split(text, self._min, self._max, self._rng)
-        tps = self._tps
-        if tps is not None and tps > 0:
 
-            def delay(chunk: str) -> float:
-                return _estimate_tokens(chunk) / tps
+        def delay(chunk: str) -> float:
+            return _estimate_tokens(chunk) / tps
 
-            def deliver(chunk: str) -> object:
-                append(chunk)
-                item = make(index, chunk, snapshot())
-                return None if offer(item) else item
-
-            pacer = pacing_clock().pacer()
-            stopped = await pacer.feed(chunks, delay, deliver)
-            while stopped is not None:
-                await out.push(stopped)
-                del stopped  # not kept across the next wait (the cyclic GC would promote it)
-                stopped = await pacer.feed_on()
-            return sent + len(chunks)
-        every = self._yield_every
-        # A checkpoint before every ``every``-th chunk of the whole answer (counted across
-        # blocks by ``sent``); a countdown, not a modulo per chunk. 0: never (countdown < 0).
-        countdown = every - sent % every if every else -1
-        for chunk in chunks:
-            countdown -= 1
-            if countdown == 0:
-                countdown = every
-                await trio.lowlevel.checkpoint()
+        def deliver(chunk: str) -> object:
             append(chunk)
             item = make(index, chunk, snapshot())
-            if not offer(item):
-                await out.push(item)
-        return sent + len(chunks)
+            return None if offer(item) else item
+
+        pacer = pacing_clock().pacer()
+        stopped = await pacer.feed(chunks, delay, deliver)
+        while stopped is not None:
+            await out.push(stopped)
+            del stopped  # not kept across the next wait (the cyclic GC would promote it)
+            stopped = await pacer.feed_on()
 
     async def _stream_deltas(
         self, message: AssistantMessage, out: AssistantMessageEventStream
     ) -> None:
-        builder = AssistantMessageBuilder(
-            api=message.api,
-            provider=message.provider,
-            model=message.model,
-            timestamp=message.timestamp,
-            usage=message.usage,
-            stop_reason=message.stop_reason,
-            error_message=message.error_message,
-            response_model=message.response_model,
-            response_id=message.response_id,
-            diagnostics=message.diagnostics,
-            extra=message.extra,
-        )
+        """Stream ``message`` block by block as pi's faux does.
+
+        One frame for the whole answer (a call's fixed cost is most of a short answer's):
+        the builder reads its header from ``message`` itself, events are built positionally,
+        and at unlimited speed the per-token loop is inline, with a checkpoint before every
+        ``yield_every``-th chunk of the whole answer (0: only when the consumer is a whole
+        buffer behind and the push waits for room).
+        """
+        builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
-        await trio.lowlevel.checkpoint_if_cancelled()
+        checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
+        await checkpoint_if_cancelled()
+        snapshot = builder.snapshot
         emit = out.emit
-        await emit(StartEvent(partial=builder.snapshot()))
-        sent = 0
+        offer = out.offer
+        await emit(_start_event(snapshot()))
+        tps = self._tps
+        every = self._yield_every
+        # A countdown across the blocks, not a modulo per chunk; 0: never (countdown < 0).
+        countdown = every if every else -1
+        min_size, max_size, rng = self._min, self._max, self._rng
         # Partial blocks carry no signatures, as in pi: the final message has them.
         for block in message.content:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            if isinstance(block, ThinkingContent):
-                index = builder.add_thinking()
-                await emit(ThinkingStartEvent(content_index=index, partial=builder.snapshot()))
-                sent = await self._deltas(
-                    out, builder, index, block.thinking, ThinkingDeltaEvent, sent
-                )
-                await emit(
-                    ThinkingEndEvent(
-                        content_index=index, content=block.thinking, partial=builder.snapshot()
-                    )
-                )
-            elif isinstance(block, TextContent):
+            await checkpoint_if_cancelled()
+            if isinstance(block, TextContent):
                 index = builder.add_text()
-                await emit(TextStartEvent(content_index=index, partial=builder.snapshot()))
-                sent = await self._deltas(out, builder, index, block.text, TextDeltaEvent, sent)
-                await emit(
-                    TextEndEvent(
-                        content_index=index, content=block.text, partial=builder.snapshot()
-                    )
-                )
+                text = block.text
+                make = _text_delta
+                await emit(_text_start(index, snapshot()))
+            elif isinstance(block, ThinkingContent):
+                index = builder.add_thinking()
+                text = block.thinking
+                make = _thinking_delta
+                await emit(_thinking_start(index, snapshot()))
             else:
                 index = builder.add_tool_call(id=block.id, name=block.name)
-                await emit(ToolCallStartEvent(content_index=index, partial=builder.snapshot()))
-                sent = await self._deltas(
-                    out, builder, index, _json(block.arguments), ToolCallDeltaEvent, sent
-                )
+                text = _json(block.arguments)
+                make = _tool_call_delta
+                await emit(_tool_call_start(index, snapshot()))
+            chunks = _split(text, min_size, max_size, rng)
+            if tps is not None and tps > 0:
+                await self._paced_deltas(out, builder, index, chunks, make, tps)
+            else:
+                append = builder.chunk_appender(index)
+                for chunk in chunks:
+                    countdown -= 1
+                    if countdown == 0:
+                        countdown = every
+                        await trio.lowlevel.checkpoint()
+                    append(chunk)
+                    item = make(index, chunk, snapshot())
+                    if not offer(item):
+                        await out.push(item)
+            if isinstance(block, TextContent):
+                await emit(_text_end(index, text, snapshot()))
+            elif isinstance(block, ThinkingContent):
+                await emit(_thinking_end(index, text, snapshot()))
+            else:
                 builder.set_arguments(index, block.arguments)
-                await emit(
-                    ToolCallEndEvent(
-                        content_index=index, tool_call=block, partial=builder.snapshot()
-                    )
-                )
-        if message.stop_reason == "error" or message.stop_reason == "aborted":
-            await emit(ErrorEvent(reason=message.stop_reason, error=message))
+                await emit(_tool_call_end(index, block, snapshot()))
+        stop_reason = message.stop_reason
+        if stop_reason == "error" or stop_reason == "aborted":
+            await emit(_error_event(stop_reason, message))
         else:
-            await emit(DoneEvent(reason=message.stop_reason, message=message))
+            await emit(_done_event(stop_reason, message))
 
 
 def register_faux_provider(

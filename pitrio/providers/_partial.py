@@ -16,7 +16,7 @@ builder takes ``parse_partial_arguments`` to choose.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 
@@ -61,6 +61,12 @@ class _Header:
     error_message: str | None
     timestamp: int
     extra: dict[str, Any] | None
+
+
+_HeaderLike: TypeAlias = _Header | AssistantMessage
+"""What a snapshot reads its message fields from: a `_Header`, or a finished message whose
+fields are the response's (`AssistantMessageBuilder.for_message`); its ``content`` is never
+read through it."""
 
 
 class _Block:
@@ -126,7 +132,7 @@ class PartialAssistantMessage:
 
     def __init__(
         self,
-        header: _Header,
+        header: _HeaderLike,
         states: tuple[Any, ...] | _Block,
         parse_args: Callable[[str], dict[str, Any]] | None,
         count: int = -1,
@@ -287,7 +293,7 @@ class AssistantMessageBuilder:
         extra: dict[str, Any] | None = None,
         parse_partial_arguments: Callable[[str], dict[str, Any]] | None = None,
     ) -> None:
-        self._header = _Header(
+        self._header: _HeaderLike = _Header(
             api=api,
             provider=provider,
             model=model,
@@ -305,8 +311,20 @@ class AssistantMessageBuilder:
 
     # ------------------------------------------------------------------ header
 
+    @classmethod
+    def for_message(cls, message: AssistantMessage) -> AssistantMessageBuilder:
+        """A builder with no blocks yet that streams ``message`` (a provider replaying a
+        finished message, as the faux does): its fields (all but ``content``) are the header,
+        read from ``message`` itself instead of being copied (partial tool arguments show
+        ``{}``, as pi's faux)."""
+        self = cls.__new__(cls)
+        self._header = message
+        self._blocks = []
+        self._parse_args = None
+        return self
+
     @property
-    def header(self) -> _Header:
+    def header(self) -> _HeaderLike:
         return self._header
 
     def update(self, **changes: Any) -> None:
@@ -433,11 +451,14 @@ class AssistantMessageBuilder:
     def snapshot(self) -> PartialAssistantMessage:
         """Return an immutable view of the message as it is now (O(number of blocks))."""
         blocks = self._blocks
-        if len(blocks) == 1:  # the common case, without a loop
+        n = len(blocks)
+        if n == 1:  # the common case, without a loop
             b = blocks[0]
             if b.signature is None and b.arguments is None and b.redacted is None:
                 return PartialAssistantMessage(self._header, b, self._parse_args, len(b.chunks))
             states: tuple[Any, ...] = (b, len(b.chunks), b.signature, b.arguments, b.redacted)
+        elif n == 0:  # a stream's start event
+            states = ()
         else:
             flat: list[Any] = []
             for b in blocks:
