@@ -65,7 +65,11 @@ from pitrio.providers._messages import (
     UserMessage,
 )
 from pitrio.providers._pacing import pacing_clock
-from pitrio.providers._partial import AssistantMessageBuilder
+from pitrio.providers._partial import (
+    AssistantMessageBuilder,
+    PartialAssistantMessage,
+    new_compact_snapshot,
+)
 from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
 from pitrio.providers._stream import AssistantMessageEventStream, now_ms
 
@@ -555,15 +559,38 @@ class FauxProvider:
                 await self._paced_deltas(out, builder, index, chunks, make, tps)
             else:
                 append = builder.chunk_appender(index)
-                for chunk in chunks:
-                    countdown -= 1
-                    if countdown == 0:
-                        countdown = every
-                        await trio.lowlevel.checkpoint()
-                    append(chunk)
-                    item = make(index, chunk, snapshot())
-                    if not offer(item):
-                        await out.push(item)
+                sole = builder.sole_block(index)
+                if sole is not None:
+                    # The usual answer, one block: its snapshots built here, without a
+                    # call per token (what builder.snapshot() returns in this case).
+                    header = builder.header
+                    count = len(sole.chunks)
+                    for chunk in chunks:
+                        countdown -= 1
+                        if countdown == 0:
+                            countdown = every
+                            await trio.lowlevel.checkpoint()
+                        append(chunk)
+                        count += 1
+                        partial = new_compact_snapshot(PartialAssistantMessage)
+                        partial._header = header
+                        partial._states = sole
+                        partial._count = count
+                        partial._parse_args = None
+                        partial._content = None
+                        item = make(index, chunk, partial)
+                        if not offer(item):
+                            await out.push(item)
+                else:
+                    for chunk in chunks:
+                        countdown -= 1
+                        if countdown == 0:
+                            countdown = every
+                            await trio.lowlevel.checkpoint()
+                        append(chunk)
+                        item = make(index, chunk, snapshot())
+                        if not offer(item):
+                            await out.push(item)
             if isinstance(block, TextContent):
                 await emit(_text_end(index, text, snapshot()))
             elif isinstance(block, ThinkingContent):

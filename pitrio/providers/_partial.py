@@ -264,6 +264,13 @@ class PartialAssistantMessage:
         return f"PartialAssistantMessage(blocks={blocks}, model={self.model!r})"
 
 
+new_compact_snapshot: Final = object.__new__
+"""``new_compact_snapshot(PartialAssistantMessage)``, then set ``_header``, ``_states`` (the
+block), ``_count``, ``_parse_args`` and ``_content = None``: the compact snapshot `__init__`
+makes, without its call (about 0.1 us less per streamed token; see
+`AssistantMessageBuilder.sole_block`)."""
+
+
 class AssistantMessageBuilder:
     """Accumulates one streaming assistant message.
 
@@ -447,6 +454,20 @@ class AssistantMessageBuilder:
         return self.snapshot().content[index]
 
     # ------------------------------------------------------------------ views
+
+    def sole_block(self, index: int) -> _Block | None:
+        """Block ``index`` if it is the only block and has no signature, arguments or
+        redacted flag (else ``None``): then, until one of those changes, a snapshot is the
+        compact ``PartialAssistantMessage`` of this builder's ``header``, the block and its
+        chunk count, and a producer streaming the block's deltas may build those snapshots
+        itself (`new_compact_snapshot`) instead of calling `snapshot` per token."""
+        blocks = self._blocks
+        if len(blocks) != 1 or index != 0:
+            return None
+        b = blocks[0]
+        if b.signature is None and b.arguments is None and b.redacted is None:
+            return b
+        return None
 
     def snapshot(self) -> PartialAssistantMessage:
         """Return an immutable view of the message as it is now (O(number of blocks))."""
