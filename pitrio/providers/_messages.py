@@ -36,6 +36,10 @@ Api: TypeAlias = str
 class TextContent:
     """A text block."""
 
+    # A decoded object holding only leaves is untracked by the garbage collector
+    # (pitrio._wire_fast.ACYCLIC): a loaded session sets off no full collection.
+    __wire_acyclic__ = True
+
     type: Literal["text"] = attrs.field(default="text", init=False)
     text: str
     text_signature: str | None = None
@@ -47,6 +51,8 @@ class TextContent:
 @attrs.frozen(kw_only=True)
 class ThinkingContent:
     """A reasoning block; ``thinking_signature`` lets the provider verify it on replay."""
+
+    __wire_acyclic__ = True  # as TextContent's
 
     type: Literal["thinking"] = attrs.field(default="thinking", init=False)
     thinking: str
@@ -61,6 +67,8 @@ class ThinkingContent:
 class ImageContent:
     """A base64 image."""
 
+    __wire_acyclic__ = True  # as TextContent's
+
     type: Literal["image"] = attrs.field(default="image", init=False)
     data: str
     mime_type: str
@@ -71,6 +79,8 @@ class ImageContent:
 @attrs.frozen(kw_only=True)
 class ToolCall:
     """A tool call requested by the model."""
+
+    __wire_acyclic__ = True  # as TextContent's
 
     type: Literal["toolCall"] = attrs.field(default="toolCall", init=False)
     id: str
@@ -117,6 +127,7 @@ class Cost:
     # Decoded equal costs are one object (pitrio._wire_fast.SHARE_EQUAL): fewer GC-tracked
     # objects in a loaded session.
     __wire_share_equal__ = True
+    __wire_acyclic__ = True  # as TextContent's
 
     input: float = 0.0
     output: float = 0.0
@@ -132,6 +143,7 @@ class Usage:
     """Token counts of one response and their cost."""
 
     __wire_share_equal__ = True  # as Cost's
+    __wire_acyclic__ = True  # as TextContent's
 
     input: int = 0
     output: int = 0
@@ -154,6 +166,8 @@ EMPTY_USAGE = Usage()
 class UserMessage:
     """A user turn: a string or text and image blocks."""
 
+    __wire_acyclic__ = True  # as TextContent's
+
     role: Literal["user"] = attrs.field(default="user", init=False)
     content: str | tuple[UserContentBlock, ...] = attrs.field(converter=_user_content)
     timestamp: int
@@ -165,6 +179,8 @@ class UserMessage:
 @attrs.frozen(kw_only=True)
 class AssistantMessage:
     """A finished model response."""
+
+    __wire_acyclic__ = True  # as TextContent's
 
     role: Literal["assistant"] = attrs.field(default="assistant", init=False)
     content: tuple[AssistantContentBlock, ...] = attrs.field(converter=_assistant_content)
@@ -194,6 +210,8 @@ class AssistantMessage:
 @attrs.frozen(kw_only=True)
 class ToolResultMessage:
     """The result of one tool call, sent back to the model."""
+
+    __wire_acyclic__ = True  # as TextContent's
 
     role: Literal["toolResult"] = attrs.field(default="toolResult", init=False)
     tool_call_id: str
