@@ -138,19 +138,21 @@ def tool_then_text(final_text: str, *, tool_call: bool = True, fail_every: int =
     k) end with ``stopReason: "error"`` and :data:`SCRIPTED_FAILURE` instead.
     """
     counter = itertools.count()
+    # The answer's one text block, made once: blocks are frozen, so every answer may share it.
+    final = (TextContent(text=final_text),)
 
     def respond(context: Context, *_: Any) -> AssistantMessage:
         last = context.messages[-1] if context.messages else None
         if tool_call and not isinstance(last, ToolResultMessage):
             call = faux_tool_call("echo", dict(ECHO_ARGUMENTS), id=f"call_{next(counter)}")
-            return faux_assistant_message([call], stop_reason="toolUse")
+            return faux_assistant_message((call,), stop_reason="toolUse")
         if fail_every > 0:
             number = _session_number(context)
             if number is not None and (number + 1) % fail_every == 0:
                 return faux_assistant_message(
                     final_text, stop_reason="error", error_message=SCRIPTED_FAILURE
                 )
-        return faux_assistant_message(final_text)
+        return faux_assistant_message(final)
 
     return respond
 

@@ -117,6 +117,9 @@ def faux_tool_call(name: str, arguments: dict[str, Any], *, id: str | None = Non
     return ToolCall(id=id, name=name, arguments=arguments)
 
 
+_BLOCK_CLASSES: Final = (TextContent, ThinkingContent, ToolCall)
+
+
 def faux_assistant_message(
     content: str | AssistantContentBlock | Iterable[AssistantContentBlock],
     *,
@@ -128,7 +131,7 @@ def faux_assistant_message(
     """Return a scripted response; a string becomes one text block."""
     if isinstance(content, str):
         blocks: tuple[AssistantContentBlock, ...] = (faux_text(content),)
-    elif isinstance(content, TextContent | ThinkingContent | ToolCall):
+    elif isinstance(content, _BLOCK_CLASSES):
         blocks = (content,)
     else:
         blocks = tuple(content)
@@ -374,6 +377,8 @@ def _split(text: str, min_size: int, max_size: int, rng: random.Random) -> list[
         return [""]
     if min_size == max_size:
         step = max(1, min_size * 4)
+        if len(text) <= step:  # a short answer, or a tool call's arguments: one chunk
+            return [text]
         return [text[i : i + step] for i in range(0, len(text), step)]
     chunks = []
     index = 0
@@ -467,7 +472,11 @@ class FauxProvider:
         if isinstance(step, AssistantMessage):
             resolved = step
         else:
-            resolved = await maybe_await(step(context, options, self.state, model))
+            made = step(context, options, self.state, model)
+            if type(made) is AssistantMessage:
+                resolved = made
+            else:  # an async factory's awaitable (or a subclass of the message)
+                resolved = await maybe_await(made)
         message = _with_usage_estimate(
             resolved,
             context,

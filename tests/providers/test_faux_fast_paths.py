@@ -80,7 +80,9 @@ texts = st.text(max_size=12)
 text_blocks = st.builds(TextContent, text=texts)
 image_blocks = st.builds(ImageContent, data=texts, mime_type=st.sampled_from(["image/png"]))
 user_blocks = st.lists(st.one_of(text_blocks, image_blocks), max_size=3)
-arguments = st.dictionaries(st.text(max_size=4), st.one_of(st.integers(), texts), max_size=3)
+# JSON numbers as a model sends them (JavaScript-safe integers).
+safe_integers = st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+arguments = st.dictionaries(st.text(max_size=4), st.one_of(safe_integers, texts), max_size=3)
 assistant_blocks = st.lists(
     st.one_of(
         text_blocks,
