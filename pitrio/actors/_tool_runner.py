@@ -21,9 +21,11 @@ call, with ``Tool execution was aborted`` for those cancelled or never started.
 
 from __future__ import annotations
 
+import contextvars
+import types
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Literal, TypeAlias, cast
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
 
 import attrs
 import trio
@@ -45,6 +47,8 @@ from pitrio.tools import AgentTool, AgentToolResult, error_result, validate_tool
 SKIPPED_MESSAGE: Final = "Skipped due to queued user message."
 ABORTED_TOOL_MESSAGE: Final = "Tool execution was aborted"
 BLOCKED_MESSAGE: Final = "Tool execution was blocked"
+T = TypeVar("T")
+
 UPDATE_BUFFER: Final = 64
 """Progress updates a tool may report ahead of the subscribers. ``on_update`` is synchronous, so
 a tool cannot be made to wait; updates are progress snapshots, so when a tool outpaces its
@@ -145,6 +149,88 @@ class _Slot:
     message_ended: bool = False
 
 
+class _UpdateForwarder:
+    """Emits a running tool's progress updates as ``tool_execution_update`` events, in order,
+    while the tool goes on: ``report`` is the tool's synchronous ``on_update``, and the first
+    update starts the task that emits them (a tool that reports none costs no task)."""
+
+    __slots__ = ("_call", "_closing", "_emit", "_finished", "_nursery", "_pending", "_wake")
+
+    def __init__(self, call: ToolCall, emit: Emit, nursery: trio.Nursery) -> None:
+        self._call = call
+        self._emit = emit
+        self._nursery = nursery
+        self._pending: deque[AgentToolResult] | None = None
+        self._wake: trio.Event | None = None
+        self._finished: trio.Event | None = None
+        self._closing = False
+
+    def report(self, partial: AgentToolResult) -> None:
+        if self._closing:
+            return  # the tool already returned: its end event is out or going out
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = deque(maxlen=UPDATE_BUFFER)
+            self._finished = trio.Event()
+            self._wake = trio.Event()
+            self._nursery.start_soon(self._forward)
+        pending.append(partial)
+        assert self._wake is not None
+        self._wake.set()
+
+    async def _forward(self) -> None:
+        pending = self._pending
+        assert pending is not None and self._finished is not None
+        call = self._call
+        try:
+            while True:
+                assert self._wake is not None
+                await self._wake.wait()
+                self._wake = trio.Event()
+                while pending:
+                    await self._emit(
+                        ToolExecutionUpdateEvent(
+                            tool_call_id=call.id,
+                            tool_name=call.name,
+                            args=call.arguments,
+                            partial_result=pending.popleft(),
+                        )
+                    )
+                if self._closing:
+                    return
+        finally:
+            self._finished.set()
+
+    async def drain(self) -> None:
+        """Return once every update reported so far was emitted; no later one is."""
+        self._closing = True
+        if self._finished is None:
+            return
+        assert self._wake is not None
+        self._wake.set()
+        await self._finished.wait()
+
+
+@types.coroutine
+def _in_own_context(coro: Coroutine[Any, Any, T]) -> Generator[Any, Any, T]:
+    """Await ``coro`` in a copy of the current context, as a task of its own would run it:
+    a tool's ``ContextVar`` changes stay its own. Trio's messages pass through unchanged."""
+    context = contextvars.copy_context()
+    step: Callable[[Any], Any] = coro.send
+    value: Any = None
+    while True:
+        try:
+            message = context.run(step, value)
+        except StopIteration as stop:
+            return cast(T, stop.value)
+        try:
+            value = yield message
+            step = coro.send
+        except BaseException as exc:  # thrown in by the runner (or close()): passed on
+            value = exc
+            step = coro.throw
+
+
 class ToolRunner:
     """Runs one batch of tool calls; started per batch by the LoopController.
 
@@ -168,8 +254,8 @@ class ToolRunner:
         tasks: trio.Nursery | None = None,
     ) -> None:
         self._assistant = assistant_message
-        # Where a tool's execution task runs: the run's nursery when the loop gives one (each
-        # call still waits for its task's outcome), else a nursery of the call's own.
+        # Where a tool's update forwarder runs (a tool runs in the task that calls it): the
+        # run's nursery when the loop gives one, else a nursery of the call's own.
         self._tasks = tasks
         self._on_message_end = on_message_end
         self._tools = {tool.name: tool for tool in tools}
@@ -313,56 +399,31 @@ class ToolRunner:
 
     async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult, bool]:
         # An abort that landed between tool_execution_start and here stops the call before
-        # the tool's first line runs (a task started in a cancelled scope would run up to its
-        # first checkpoint).
+        # the tool's first line runs.
         await trio.lowlevel.checkpoint_if_cancelled()
-        call = prepared.tool_call
-        pending: deque[AgentToolResult] = deque(maxlen=UPDATE_BUFFER)
-        wake = trio.Event()
-        outcome: list[tuple[AgentToolResult, bool]] = []
-
-        def on_update(partial: AgentToolResult) -> None:
-            pending.append(partial)
-            wake.set()
-
-        async def run_tool() -> None:
-            try:
-                result = await prepared.tool.execute(call.id, prepared.args, on_update)
-                outcome.append((result, False))
-            except Exception as exc:
-                outcome.append((error_result(_text(exc)), True))
-            finally:
-                wake.set()
-
-        async def forward() -> None:
-            # Forward progress updates as events, in order, while the tool runs; the end
-            # event waits until every update reported before it has been emitted.
-            nonlocal wake
-            while True:
-                await wake.wait()
-                wake = trio.Event()
-                while pending:
-                    await self._emit(
-                        ToolExecutionUpdateEvent(
-                            tool_call_id=call.id,
-                            tool_name=call.name,
-                            args=call.arguments,
-                            partial_result=pending.popleft(),
-                        )
-                    )
-                if outcome:
-                    return
-
         if self._tasks is not None:
-            # run_tool's last act is wake.set(): once forward() saw its outcome, the task
-            # has nothing left to do (the run's nursery still joins it).
-            self._tasks.start_soon(run_tool)
-            await forward()
-        else:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(run_tool)
-                await forward()
-        return outcome[0]
+            return await self._call_tool(prepared, self._tasks)
+        async with trio.open_nursery() as nursery:
+            return await self._call_tool(prepared, nursery)
+
+    async def _call_tool(
+        self, prepared: _Prepared, nursery: trio.Nursery
+    ) -> tuple[AgentToolResult, bool]:
+        # The tool runs in this task (in a context of its own, as a task of its own would
+        # run it); its progress updates go out from a forwarding task started on the first
+        # one, so most calls cost no task and no scheduler round trip.
+        call = prepared.tool_call
+        updates = _UpdateForwarder(call, self._emit, nursery)
+        try:
+            result = await _in_own_context(
+                prepared.tool.execute(call.id, prepared.args, updates.report)
+            )
+            outcome = (result, False)
+        except Exception as exc:
+            outcome = (error_result(_text(exc)), True)
+        # tool_execution_end comes after every update reported before the tool returned.
+        await updates.drain()
+        return outcome
 
     async def _finalize(
         self, prepared: _Prepared, result: AgentToolResult, is_error: bool
