@@ -30,6 +30,7 @@ from pitrio._fast_init import positional_factory
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
+    AssistantMessageEvent,
     DoneEvent,
     ErrorEvent,
     StartEvent,
@@ -537,9 +538,14 @@ class FauxProvider:
         checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
         await checkpoint_if_cancelled()
         snapshot = builder.snapshot
-        emit = out.emit
+        # out.emit inlined (push without waiting, else wait for room): no coroutine per event.
+        push_nowait = out.push_nowait
         offer = out.offer
-        await emit(_start_event(snapshot()))
+        event: AssistantMessageEvent = _start_event(snapshot())
+        try:
+            push_nowait(event)
+        except trio.WouldBlock:
+            await out.push(event)
         tps = self._tps
         every = self._yield_every
         # A countdown across the blocks, not a modulo per chunk; 0: never (countdown < 0).
@@ -552,17 +558,21 @@ class FauxProvider:
                 index = builder.add_text()
                 text = block.text
                 make = _text_delta
-                await emit(_text_start(index, snapshot()))
+                event = _text_start(index, snapshot())
             elif isinstance(block, ThinkingContent):
                 index = builder.add_thinking()
                 text = block.thinking
                 make = _thinking_delta
-                await emit(_thinking_start(index, snapshot()))
+                event = _thinking_start(index, snapshot())
             else:
                 index = builder.add_tool_call(id=block.id, name=block.name)
                 text = _json(block.arguments)
                 make = _tool_call_delta
-                await emit(_tool_call_start(index, snapshot()))
+                event = _tool_call_start(index, snapshot())
+            try:
+                push_nowait(event)
+            except trio.WouldBlock:
+                await out.push(event)
             chunks = _split(text, min_size, max_size, rng)
             if tps is not None and tps > 0:
                 await self._paced_deltas(out, builder, index, chunks, make, tps)
@@ -601,17 +611,25 @@ class FauxProvider:
                         if not offer(item):
                             await out.push(item)
             if isinstance(block, TextContent):
-                await emit(_text_end(index, text, snapshot()))
+                event = _text_end(index, text, snapshot())
             elif isinstance(block, ThinkingContent):
-                await emit(_thinking_end(index, text, snapshot()))
+                event = _thinking_end(index, text, snapshot())
             else:
                 builder.set_arguments(index, block.arguments)
-                await emit(_tool_call_end(index, block, snapshot()))
+                event = _tool_call_end(index, block, snapshot())
+            try:
+                push_nowait(event)
+            except trio.WouldBlock:
+                await out.push(event)
         stop_reason = message.stop_reason
         if stop_reason == "error" or stop_reason == "aborted":
-            await emit(_error_event(stop_reason, message))
+            event = _error_event(stop_reason, message)
         else:
-            await emit(_done_event(stop_reason, message))
+            event = _done_event(stop_reason, message)
+        try:
+            push_nowait(event)
+        except trio.WouldBlock:
+            await out.push(event)
 
 
 def register_faux_provider(
