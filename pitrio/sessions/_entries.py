@@ -362,6 +362,9 @@ class SessionHeader:
 class SessionMessageEntry:
     """A message of the conversation (user, assistant, tool result or an extension kind)."""
 
+    # The loader decodes a line to these fields without the object (pitrio._wire_fast.FIELDS).
+    __wire_fields__ = True
+
     type: Literal["message"] = attrs.field(default="message", init=False)
     id: str
     parent_id: str | None

@@ -27,7 +27,6 @@ from pitrio.sessions._entries import (
     SessionEntry,
     SessionFileCorrupt,
     SessionHeader,
-    SessionMessageEntry,
     random_entry_id,
 )
 from pitrio.sessions._entry_columns import EntryColumns
@@ -281,25 +280,33 @@ def _decode_lines(lines: _Lines) -> EntryColumns:
     # without its call): an unknown tag (KeyError) or a shape it does not build takes the
     # careful path below, which decodes through decode_entry and reports what fails.
     builders = ENTRY_BUILDERS
-    message_entry = SessionMessageEntry
+    # A message line without unknown keys: the same generated checks, giving the entry's
+    # fields without building it (pitrio._wire_fast.FIELDS); one with unknown keys gives up
+    # and takes the careful path, which builds the entry with them.
+    message_fields = getattr(builders["message"], "fields", _no_fields)
     unbuilt = 0
     for index in range(lines.next, lines.last + 1):
         try:
             obj = parse(source[index])
-            if type(obj) is dict and obj.get("type") != "session":
-                decoded = builders[obj.get("type")](obj)
-                add_id(decoded.id)
-                add_parent(decoded.parent_id)
-                if type(decoded) is message_entry and decoded.extra is None:
+            if type(obj) is dict:
+                tag = obj.get("type")
+                if tag == "message":
+                    entry_id, parent_id, timestamp, message = message_fields(obj)
                     add_entry(None)
                     unbuilt += 1
-                    add_time(decoded.timestamp)
-                    add_message(decoded.message)
-                else:
+                    add_id(entry_id)
+                    add_parent(parent_id)
+                    add_time(timestamp)
+                    add_message(message)
+                    continue
+                if tag != "session":
+                    decoded = builders[tag](obj)
+                    add_id(decoded.id)
+                    add_parent(decoded.parent_id)
                     add_entry(decoded)
                     add_time(None)
                     add_message(None)
-                continue
+                    continue
         except Exception:
             pass
         # Anything else (a blank, torn, damaged or foreign line, a second header, an entry
@@ -311,6 +318,12 @@ def _decode_lines(lines: _Lines) -> EntryColumns:
                 columns.add(entry)
     columns.unbuilt += unbuilt
     return columns
+
+
+def _no_fields(obj: dict[str, Any]) -> tuple[str, str | None, str, Any]:
+    # Where the codec builds message entries without its generated function: every message
+    # line takes the careful path.
+    raise ValueError(obj.get("type"))
 
 
 def _decode(
