@@ -56,6 +56,7 @@ from pitrio.actors._loop import (
     ShouldStopAfterTurn,
     StreamFn,
     TransformContext,
+    message_update,
 )
 from pitrio.actors._messages import (
     AgentMessage,
@@ -391,7 +392,7 @@ class Agent:
                 if not prompts:
                     raise UsageError(FROM_ASSISTANT)
         config = self._config(skip_initial_steering_poll=skip)
-        run = _Run(LoopController(config, self._messages, self._emit), prompts)
+        run = _Run(LoopController(config, self._messages, self._emit, self._emit_update), prompts)
         assert self._nursery is not None
         self._run = run
         self._stream_message = None
@@ -590,6 +591,12 @@ class Agent:
         if deliver:
             return self._bus.publish(event)
         return DELIVERED
+
+    def _emit_update(self, delta: Any) -> Awaitable[None]:
+        """`_emit` of a streamed delta's ``message_update``, built here: the per-token path."""
+        partial = delta.partial
+        self._stream_message = partial
+        return self._bus.publish(message_update(delta, partial))
 
     async def _reduce_only(self, event: AgentEvent) -> None:
         await self._emit(event, deliver=False)

@@ -93,7 +93,7 @@ from pitrio.providers import (
 )
 from pitrio.tools import AgentTool
 
-_message_update: Final = positional_factory(
+message_update: Final = positional_factory(
     MessageUpdateEvent, ("assistant_message_event", "message")
 )
 """``MessageUpdateEvent(assistant_message_event=..., message=...)``, positionally: per token."""
@@ -219,13 +219,22 @@ class LoopController:
     ``agent_end``) in pi's order, and the transcript stays valid.
     """
 
-    def __init__(self, config: LoopConfig, messages: list[AgentMessage], emit: Emit) -> None:
+    def __init__(
+        self,
+        config: LoopConfig,
+        messages: list[AgentMessage],
+        emit: Emit,
+        emit_update: Callable[[Any], Awaitable[None]] | None = None,
+    ) -> None:
+        """``emit_update(delta)``, when given, does what ``emit`` does with the delta's
+        ``message_update``, built by itself: the per-token path, one call shorter."""
         self._config = config
         # The run's transcript, shared with the Agent: read here, written by the reducer only.
         self._messages = messages
         self._turn_index = 0
         self._request_index = 0
         self._emit = emit
+        self._emit_update = emit_update if emit_update is not None else self._update_via_emit
         self.new_messages: list[AgentMessage] = []
         # Where the run is, for close_aborted. Each is updated *before* the event it stands
         # for is emitted, so an event whose delivery was interrupted is never emitted twice.
@@ -458,9 +467,12 @@ class LoopController:
         if type(event) in _UPDATE_KINDS:
             if not self._assistant_started:
                 return None
-            delivery = self._emit(_message_update(event, event.partial))
+            delivery = self._emit_update(event)
             return None if delivery is DELIVERED else delivery
         return NOT_TAKEN
+
+    def _update_via_emit(self, event: Any) -> Awaitable[None]:
+        return self._emit(message_update(event, event.partial))
 
     async def _end_assistant(self, final: AssistantMessage) -> AssistantMessage:
         """Finish the LLM call's message: the hook, then message_start (if owed) and _end."""
