@@ -563,28 +563,29 @@ class Agent:
         # Reduce state first (pi's processEvents), then record, then deliver. With
         # deliver=False (an abort epilogue whose subscribers stalled past its bound) the state,
         # and whoever records it, still see every closing event; only delivery is skipped.
-        # One function on the per-delta path: the reducer is inlined here on purpose, and the
-        # per-token event is matched by its exact type before the isinstance chain. A plain
-        # function returning the bus's publish: callers await it at once (the state changes
-        # when they call), and a token costs no coroutine when the subscribers are sync.
+        # The reducer is inlined here on purpose. A plain function returning the bus's
+        # publish: callers await it at once (the state changes when they call), and an event
+        # costs no coroutine when the subscribers are sync.
+        # Events are matched by exact class (only the loop and the tool runner emit, with
+        # pitrio's own classes): an `is` test each, cheaper than an isinstance chain.
         if type(event) is MessageUpdateEvent:  # the per-token event: nothing to record
             self._stream_message = event.message
             return self._bus.publish(event) if deliver else DELIVERED
-        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
+        if type(event) is MessageStartEvent:
             self._stream_message = event.message
-        elif isinstance(event, MessageEndEvent):
+        elif type(event) is MessageEndEvent:
             self._stream_message = None
             if not event.dropped:  # the transcript's only writer (the run reads it)
                 self._messages.append(event.message)
-        elif isinstance(event, ToolExecutionStartEvent):
+        elif type(event) is ToolExecutionStartEvent:
             self._pending_tool_calls = self._pending_tool_calls | {event.tool_call_id}
-        elif isinstance(event, ToolExecutionEndEvent):
+        elif type(event) is ToolExecutionEndEvent:
             self._pending_tool_calls = self._pending_tool_calls - {event.tool_call_id}
-        elif isinstance(event, TurnEndEvent):
+        elif type(event) is TurnEndEvent:
             message = event.message
             if isinstance(message, AssistantMessage) and message.error_message:
                 self._error = message.error_message
-        elif isinstance(event, AgentEndEvent):
+        elif type(event) is AgentEndEvent:
             self._stream_message = None
         if self.record_event is not None:
             self.record_event(event)
