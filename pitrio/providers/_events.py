@@ -201,9 +201,14 @@ call builds, a third cheaper (see `pitrio._fast_init.positional_factory`); for a
 provider's per-token loop."""
 
 
+_TERMINAL_EVENTS: Final = (DoneEvent, ErrorEvent)
+"""A tuple made once: ``DoneEvent | ErrorEvent`` built a union per call (0.35 -> 0.07 us; the
+stream asks once per event it does not get through ``offer``)."""
+
+
 def is_terminal(event: AssistantMessageEvent) -> bool:
     """Return whether ``event`` ends a stream (``done`` or ``error``)."""
-    return isinstance(event, DoneEvent | ErrorEvent)
+    return isinstance(event, _TERMINAL_EVENTS)
 
 
 def final_message(event: AssistantMessageEvent) -> AssistantMessage:
