@@ -119,13 +119,31 @@ Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
 
 @attrs.define(eq=False)
 class _Run:
-    """One run: its controller, its cancel scope (abort cancels it) and its end."""
+    """One run: its controller, its abort and its end.
+
+    The run's cancel scope is its nursery's (made when the run's task starts, so one scope
+    per run, not two); an abort that comes earlier is kept and applied then.
+    """
 
     controller: LoopController
     prompts: list[AgentMessage] | None
-    scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     done: Latch = attrs.Factory(Latch)
     """Set when the run has ended; the prompt that started it waits for it the whole run."""
+    aborted: bool = False
+    """Whether the run was aborted (its scope cancelled by `cancel`)."""
+    _scope: trio.CancelScope | None = None
+
+    def cancel(self) -> None:
+        """Abort the run: its scope is cancelled now, or as soon as it exists."""
+        self.aborted = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def bind(self, scope: trio.CancelScope) -> None:
+        """Make ``scope`` the run's (its nursery's); cancelled at once if aborted already."""
+        self._scope = scope
+        if self.aborted:
+            scope.cancel()
 
 
 @attrs.define(eq=False)
@@ -365,7 +383,7 @@ class Agent:
         if current is not None:
             policy = command.policy
             if policy == "interrupt":
-                current.scope.cancel()
+                current.cancel()
                 await current.done.wait()  # the epilogue is bounded, so this is too
             elif policy in ("steer", "follow_up") and command.prompts:
                 box = self._steering if policy == "steer" else self._follow_up
@@ -677,7 +695,7 @@ class Agent:
                 except Exception:
                     run = None
                 if run is not None:
-                    run.scope.cancel()
+                    run.cancel()
                     with trio.move_on_after(CLOSE_GRACE, shield=True):
                         await run.done.wait()
             raise
@@ -690,7 +708,7 @@ class Agent:
         closing events (``aborted`` message, error tool results, ``turn_end``, ``agent_end``)
         within ``ABORT_EPILOGUE_GRACE``."""
         if self._run is not None:
-            self._run.scope.cancel()
+            self._run.cancel()
 
     async def wait_for_idle(self) -> None:
         """Return when no run is in progress (after ``agent_end`` listeners finished)."""
@@ -736,20 +754,19 @@ class Agent:
         )
 
     async def _drive(self, run: _Run) -> None:
-        """The run's task: the loop inside the run's cancel scope, then the abort epilogue."""
+        """The run's task: the loop inside the run's nursery (whose scope an abort cancels),
+        then the abort epilogue."""
         controller = run.controller
         try:
             try:
-                with run.scope:
-                    try:
-                        await controller.run(run.prompts)
-                    except Exception as exc:
-                        # A failing hook, provider or stream_fn: reads as itself, not as the
-                        # nursery's group wrapper.
-                        await self._fail_run(controller, unwrap_group(exc), run.scope)
-            except Exception as exc:  # left over after the scope took its own Cancelled
-                await self._fail_run(controller, unwrap_group(exc), run.scope)
-            if run.scope.cancel_called and not controller.ended:
+                async with trio.open_nursery() as tasks:
+                    run.bind(tasks.cancel_scope)
+                    await controller.run(run.prompts, tasks)
+            except Exception as exc:
+                # A failing hook, provider or stream_fn: reads as itself, not as the
+                # nursery's group wrapper (whose other tasks were cancelled first).
+                await self._fail_run(controller, unwrap_group(exc), aborted=run.aborted)
+            if run.aborted and not controller.ended:
                 with trio.move_on_after(ABORT_EPILOGUE_GRACE, shield=True):
                     await controller.close_aborted()
                 if not controller.ended:
@@ -763,7 +780,7 @@ class Agent:
             run.done.set()
 
     async def _fail_run(
-        self, controller: LoopController, exc: BaseException, scope: trio.CancelScope
+        self, controller: LoopController, exc: BaseException, *, aborted: bool
     ) -> None:
         # pi's handleRunFailure: a synthetic assistant message closes the transcript.
         log.warning("agent_run_failed", error=str(exc), exc_info=exc)
@@ -775,13 +792,13 @@ class Agent:
             provider=model.provider if model else "unknown",
             model=model.id if model else "unknown",
             usage=EMPTY_USAGE,
-            stop_reason="aborted" if scope.cancel_called else "error",
+            stop_reason="aborted" if aborted else "error",
             error_message=str(exc) or type(exc).__name__,
             timestamp=now_ms(),
         )
         self._messages.append(failure)
         self._error = failure.error_message
-        with trio.move_on_after(ABORT_EPILOGUE_GRACE, shield=scope.cancel_called):
+        with trio.move_on_after(ABORT_EPILOGUE_GRACE, shield=aborted):
             await self._emit(AgentEndEvent(messages=[failure]))
 
     @property

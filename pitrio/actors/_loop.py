@@ -253,8 +253,17 @@ class LoopController:
         """Whether ``agent_end`` (or the run's failure) was emitted."""
         self._tasks: trio.Nursery | None = None  # run()'s nursery, while it runs
 
-    async def run(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
-        """Run the loop; ``prompts=None`` continues from the transcript. Returns new messages."""
+    async def run(
+        self, prompts: Sequence[AgentMessage] | None, tasks: trio.Nursery | None = None
+    ) -> list[AgentMessage]:
+        """Run the loop; ``prompts=None`` continues from the transcript. Returns new messages.
+
+        ``tasks``: the nursery for the run's provider streams and tool tasks, whose scope is
+        the run's (the Agent passes its run's); without it the run opens one of its own.
+        """
+        if tasks is None:
+            async with trio.open_nursery() as own:
+                return await self.run(prompts, own)
         emit = self._emit
         if prompts is None:
             if not self._messages:
@@ -262,20 +271,19 @@ class LoopController:
             if isinstance(self._messages[-1], AssistantMessage):
                 raise RuntimeError(FROM_ASSISTANT)
         self._unsent.extend(prompts or ())
-        # One nursery for the run's provider streams and tool executions, not one per LLM
-        # call and per tool call: each call still waits for what it started to deliver its
-        # end, and nothing outlives the run (its scope is the run's; an abort cancels all).
-        async with trio.open_nursery() as tasks:
-            self._tasks = tasks
-            try:
-                self._agent_started = True
-                await emit(AgentStartEvent())
-                self._turn_open = True
-                await emit(TurnStartEvent())
-                await self._send_unsent()
-                await self._loop()
-            finally:
-                self._tasks = None
+        # One nursery for the run's provider streams and tool tasks, not one per LLM call and
+        # per tool call: each call still waits for what it started to deliver its end, and
+        # nothing outlives the run (its scope is the run's; an abort cancels all).
+        self._tasks = tasks
+        try:
+            self._agent_started = True
+            await emit(AgentStartEvent())
+            self._turn_open = True
+            await emit(TurnStartEvent())
+            await self._send_unsent()
+            await self._loop()
+        finally:
+            self._tasks = None
         return self.new_messages
 
     async def _send_unsent(self, *, hooks: bool = True) -> None:
