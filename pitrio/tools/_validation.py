@@ -30,6 +30,24 @@ SCHEMA_CACHE: Final = 256
 """Distinct tool schemas whose compiled validator is kept for tools created later."""
 
 
+_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_arguments(value: Any) -> Any:
+    """A deep copy of a tool call's arguments: JSON-shaped data (dicts, lists and immutable
+    leaves) copied directly, several times faster than ``copy.deepcopy`` per call; anything
+    else is left to ``copy.deepcopy``. Arguments decoded from JSON are trees, so the memo
+    ``deepcopy`` keeps for shared and cyclic references has nothing to do here."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        return {key: _copy_arguments(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_arguments(item) for item in value]
+    return copy.deepcopy(value)
+
+
 def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, Any]:
     """Return a tool call's arguments, adapted, coerced and checked against the tool's schema.
 
@@ -69,7 +87,7 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
             own path) and the arguments are those after ``prepare_arguments``, before coercion.
         ToolSchemaInvalid: the tool's ``parameters`` is not a valid JSON schema.
     """
-    received = tool.prepare_arguments(copy.deepcopy(tool_call.arguments))
+    received = tool.prepare_arguments(_copy_arguments(tool_call.arguments))
     validator = _validators.get(tool)
     fast = _fast_checks.get(validator)
     if fast is not None and fast(received):
