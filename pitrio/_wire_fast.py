@@ -27,7 +27,15 @@ from typing import Any, Final, Literal, Union, cast, get_args, get_origin
 import attrs
 import cattrs
 
-__all__ = ["ACYCLIC", "FIELDS", "SHARED", "SHARE_EQUAL", "fast_structure_fn", "live_lookup"]
+__all__ = [
+    "ACYCLIC",
+    "FIELDS",
+    "KEEPS",
+    "SHARED",
+    "SHARE_EQUAL",
+    "fast_structure_fn",
+    "live_lookup",
+]
 
 SHARED: Final = "shared"
 """Field metadata key: ``metadata={SHARED: True}`` on a ``str`` field whose values repeat
@@ -54,6 +62,11 @@ collector tracks: on a 10,000-entry session, one less tracked object per entry i
 the collections while it loads. The objects are frozen: nothing can tell a shared one from a
 copy (``==``, hashing and encoding give the same results).
 """
+
+KEEPS: Final = "__wire_keeps__"
+"""Field converter attribute: a converter with ``__wire_keeps__ = (str, tuple)`` returns a value
+of exactly one of those types unchanged, so the generated function calls it only for other
+values (the tuple it built itself, the common case, takes no call)."""
 
 FIELDS: Final = "__wire_fields__"
 """Class attribute: the generated function of a class that sets ``__wire_fields__ = True``
@@ -122,6 +135,8 @@ def _fast_bool(value: Any) -> bool:
         return value
     raise _Slow
 
+
+_STR_ONLY: Final = frozenset({str})
 
 _FAST_PRIMITIVES: Final[dict[Any, Callable[[Any], Any]]] = {
     str: _fast_str,
@@ -248,10 +263,22 @@ def _union_code(
     namespace[f"_lookup_{v}"], namespace[f"_members_{v}"] = lookup, members
     namespace[f"_resolve_{v}"] = resolve
     other = on_other or f"{v} = _hook_{v}({v}, _type_{v})"
+    maps = getattr(lookup, "maps", None)
+    if maps is not None:
+        # A live ChainMap (see live_lookup): its first map, read inline, has the tags of
+        # nearly every object; the lookup itself (a Python call) decides the others.
+        namespace[f"_maps_{v}"] = maps
+        find = (
+            f"        _t = {v}.get({tag!r})\n"
+            f"        _c = _maps_{v}[0].get(_t)\n"
+            f"        _f = _members_{v}[_lookup_{v}(_t) if _c is None else _c]\n"
+        )
+    else:
+        find = f"        _f = _members_{v}[_lookup_{v}({v}.get({tag!r}))]\n"
     return (
         f"if type({v}) is dict:\n"
         f"    try:\n"
-        f"        _f = _members_{v}[_lookup_{v}({v}.get({tag!r}))]\n"
+        f"{find}"
         f"    except Exception:\n"
         f"        _f = _resolve_{v}({v})\n"
         f"    if _f is None:\n"
@@ -333,6 +360,13 @@ def _fast_field_code(tp: Any, v: str, conv: cattrs.Converter, namespace: dict[st
         code = _sequence_code(*sequence, v, conv, namespace)
         if code is not None:
             return code
+    if origin is dict and args == (str, Any):
+        # A JSON object kept as a dict (a copy, as cattrs makes), its keys checked in C.
+        namespace["_STR_ONLY"], namespace["_map"] = _STR_ONLY, map
+        return (
+            f"if type({v}) is not dict or not _STR_ONLY.issuperset(_map(type, {v})): raise _Slow\n"
+            f"{v} = dict({v})"
+        )
     if origin is Literal and all(type(arg) is str for arg in args):
         # The declared string itself (see SHARED), inline.
         namespace[f"_canonical_{v}"] = {arg: arg for arg in args}
@@ -497,7 +531,11 @@ def fast_structure_fn(
                     guards.append(f"({v} or {v} is _ZERO)")
         if field.converter is not None:  # as __init__ does, for passed and default values
             namespace[f"_converter_{v}"] = field.converter
-            lines.append(f"    {v} = _converter_{v}({v})")
+            keeps = getattr(field.converter, KEEPS, ())
+            namespace.update({f"_keeps_{v}_{i}": kept for i, kept in enumerate(keeps)})
+            unless = " and ".join(f"type({v}) is not _keeps_{v}_{i}" for i in range(len(keeps)))
+            convert = f"{v} = _converter_{v}({v})"
+            lines.append(f"    if {unless}: {convert}" if unless else f"    {convert}")
         if leaf is not None:
             if leaf[0]:
                 lines.append(f"    {leaf[0]}")
@@ -674,7 +712,8 @@ def _leaf_check(tp: Any, v: str) -> tuple[str, str] | None:
         if tuples
         else ""
     )
-    return statement, f"not _tracked({v})"
+    optional = origin in (Union, UnionType) and type(None) in args
+    return statement, f"({v} is None or not _tracked({v}))" if optional else f"not _tracked({v})"
 
 
 def _unknown_keys(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
@@ -694,4 +733,5 @@ def live_lookup(table: Mapping[str, type]) -> Callable[[Any], type | None]:
                 return cast(type, found)
         return None
 
+    lookup.maps = maps  # type: ignore[attr-defined]  # read inline by _union_code
     return lookup

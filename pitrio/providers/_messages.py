@@ -116,6 +116,12 @@ def _result_content(content: Iterable[UserContentBlock]) -> tuple[UserContentBlo
     return _blocks(content)
 
 
+# What each returns unchanged: a decoder that built the tuple calls none (pitrio._wire_fast.KEEPS).
+_user_content.__wire_keeps__ = (str, tuple)  # type: ignore[attr-defined]
+_assistant_content.__wire_keeps__ = (tuple,)  # type: ignore[attr-defined]
+_result_content.__wire_keeps__ = (tuple,)  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------- usage
 
 

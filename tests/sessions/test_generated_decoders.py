@@ -1,0 +1,94 @@
+"""What the generated decoders skip is skipped only where it changes nothing: a converter that
+declares what it keeps (``pitrio._wire_fast.KEEPS``) still converts anything else, and a message
+role found in a later map of the live message registry (not the first, read inline) decodes."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from pitrio.codec import extra_field, make_codec, wire
+
+calls: list[Any] = []
+
+
+def _as_tuple(items: Iterable[int]) -> tuple[int, ...]:
+    calls.append(items)
+    return items if isinstance(items, tuple) else tuple(items)
+
+
+_as_tuple.__wire_keeps__ = (tuple,)  # type: ignore[attr-defined]
+
+
+def _as_list(items: Iterable[int]) -> list[int]:
+    calls.append(items)
+    return list(items)
+
+
+_as_list.__wire_keeps__ = (tuple,)  # type: ignore[attr-defined]  # a false claim, for the test
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class Kept:
+    """A wire class whose field converter keeps tuples."""
+
+    items: tuple[int, ...] = attrs.field(converter=_as_tuple)
+    extra: dict[str, Any] | None = extra_field()
+
+
+@wire
+@attrs.frozen(kw_only=True)
+class Listed:
+    """A wire class whose converter makes a list of what it is given."""
+
+    items: list[int] = attrs.field(converter=_as_list)
+    extra: dict[str, Any] | None = extra_field()
+
+
+CODEC = make_codec(name="keeps-test").seal()
+
+
+def test_a_kept_value_is_not_converted_and_the_result_is_the_same() -> None:
+    """A tuple the converter keeps takes no call; the object equals the one its constructor
+    builds."""
+    calls.clear()
+    decoded = CODEC.from_wire(Kept, {"items": [1, 2]})
+    assert decoded == Kept(items=[1, 2]) and decoded.items == (1, 2)
+    assert calls == [[1, 2]]  # the constructor's call only
+
+
+def test_a_value_the_converter_does_not_keep_is_converted() -> None:
+    """A list field's converter without a tuple from the decoder is called as __init__ would."""
+    calls.clear()
+    decoded = CODEC.from_wire(Listed, {"items": [3]})
+    assert decoded.items == [3] and len(calls) == 1
+
+
+def test_a_role_of_a_later_registry_map_decodes() -> None:
+    """A coding-agent message kind (the registry's second map) decodes on the fast path as on
+    the slow one, inside a session entry."""
+    from pitrio.sessions import BashExecutionMessage, decode_entry
+
+    data = {
+        "type": "message",
+        "id": "a1",
+        "parentId": None,
+        "timestamp": "t",
+        "message": {
+            "role": "bashExecution",
+            "command": "ls",
+            "output": "x",
+            "exitCode": 0,
+            "cancelled": False,
+            "truncated": False,
+            "timestamp": 1,
+        },
+    }
+    entry = decode_entry(data)
+    assert type(entry.message) is BashExecutionMessage  # type: ignore[union-attr]
+    assert entry.message.command == "ls"  # type: ignore[union-attr]
+    assert not gc.is_tracked(entry.message)  # type: ignore[union-attr]  # see ACYCLIC
