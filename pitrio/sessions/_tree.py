@@ -82,29 +82,28 @@ class SessionTree:
 
     def _build_index(self) -> None:
         self._last_path = None
-        self._pos = pos = {}
         self._labels = {}
         self._label_times = {}
-        self._leaf_id = None
-        self._has_assistant = False
         self._has_context_transform = False
         columns = self._entries
-        messages = columns.messages
-        for index, entry_id in enumerate(columns.ids):
-            if entry_id:
-                pos[entry_id] = index
-                self._leaf_id = entry_id
-            entry = columns.entries[index]
-            if entry is None:
-                if type(messages[index]) is AssistantMessage:
-                    self._has_assistant = True
-            elif type(entry) is SessionMessageEntry:
+        ids = columns.ids
+        # Loops in C over the columns (a long session has tens of thousands of entries); only
+        # the entries built (the lines that are not plain messages) are walked here, in order.
+        # Each id maps to its last position, as appending them one by one would; an entry
+        # without an id ("") cannot be found by id.
+        self._pos = pos = dict(zip(ids, range(len(ids)), strict=True))
+        pos.pop("", None)
+        self._leaf_id = next(filter(None, reversed(ids)), None)
+        has_assistant = AssistantMessage in set(map(type, columns.messages))
+        for entry in filter(None, columns.entries):  # entries have no __len__ or __bool__
+            if type(entry) is SessionMessageEntry:
                 if type(entry.message) is AssistantMessage:
-                    self._has_assistant = True
+                    has_assistant = True
             elif type(entry) is LabelEntry:
                 self._apply_label(entry)
             elif type(entry) is ContextTransformEntry:
                 self._has_context_transform = True
+        self._has_assistant = has_assistant
 
     def _path(self, start: int | None) -> list[int]:
         """Positions of the entries from the root to the one at ``start``, root first (a list
