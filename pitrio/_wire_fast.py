@@ -79,6 +79,12 @@ Why: the session loader keeps a message line as its parts (see
 tenth of the time of decoding the line.
 """
 
+COMPLETE_MIN: Final = 3
+"""Known keys from which a class whose fields are all optional gets a twin for the object that
+has them all: each read by subscript, without ``get``, the missing-key test and the counting of
+known keys per field (a third of the time of ``Usage`` and ``Cost``, which pi always writes
+whole)."""
+
 SHARE_EQUAL_MAX: Final = 4096
 """Distinct objects a shared class's cache holds before it starts again (memory stays bounded
 whatever is decoded)."""
@@ -441,6 +447,13 @@ def fast_structure_fn(
     # no unknown keys when that is all of them.
     counted = setters is not None
     present = 0  # known keys every object that gets past the checks has
+    # Every field optional (Usage, Cost): a twin for the object that has all the known keys
+    # (as pi writes them), each read by subscript, without the counting (see COMPLETE_MIN).
+    complete: list[str] | None = (
+        []
+        if counted and cls.__dict__.get(FIELDS) is not True and len(known) >= COMPLETE_MIN
+        else None
+    )
     for index, (key, value) in enumerate(fixed.items()):
         namespace[f"_fixed{index}"] = value
         if counted:
@@ -448,6 +461,8 @@ def fast_structure_fn(
             lines.append(f"    d{index} = get({key!r}, _MISSING)")
             lines.append(f"    if d{index} is _MISSING: _n -= 1")
             lines.append(f"    elif d{index} != _fixed{index}: raise _Slow")
+            if complete is not None:
+                complete.append(f"    if data[{key!r}] != _fixed{index}: raise _Slow")
         else:
             lines.append(f"    if get({key!r}, _fixed{index}) != _fixed{index}: raise _Slow")
     args: list[str] = []
@@ -458,6 +473,7 @@ def fast_structure_fn(
     leaves: list[str] = []  # what must hold for an object to be untracked (see ACYCLIC)
     values: list[str] = []  # the locals of the __init__ fields, in order
     fields_source: list[str] = []
+    complete_source: list[str] = []
     keys: list[str] = []  # the cache key's parts when ``share``
     guards: list[str] = []  # conditions for sharing (no zero float but the shared one)
     for index, field in enumerate(attrs.fields(cls)):
@@ -492,8 +508,12 @@ def fast_structure_fn(
             code = f"{code}\n{interned}".lstrip("\n")
         leaf = _leaf_check(field.type, v) if untrack is not None else None
         key = wire_key(field)
+        if complete is not None:
+            complete.append(f"    {v} = data[{key!r}]")
+            complete.extend("    " + line for line in code.splitlines())
         if default is attrs.NOTHING:
             # Required: a missing key raises KeyError, which gives up as _Slow does.
+            complete = None
             present += 1
             lines.append(f"    {v} = data[{key!r}]")
             lines.extend("    " + line for line in code.splitlines())
@@ -529,17 +549,21 @@ def fast_structure_fn(
                     # A float zero read as such may be -0.0 (== 0.0, another repr): only
                     # the zero written as the integer 0 (made the shared 0.0) is shared.
                     guards.append(f"({v} or {v} is _ZERO)")
+        post: list[str] = []  # after the value is read, in both functions
         if field.converter is not None:  # as __init__ does, for passed and default values
             namespace[f"_converter_{v}"] = field.converter
             keeps = getattr(field.converter, KEEPS, ())
             namespace.update({f"_keeps_{v}_{i}": kept for i, kept in enumerate(keeps)})
             unless = " and ".join(f"type({v}) is not _keeps_{v}_{i}" for i in range(len(keeps)))
             convert = f"{v} = _converter_{v}({v})"
-            lines.append(f"    if {unless}: {convert}" if unless else f"    {convert}")
+            post.append(f"    if {unless}: {convert}" if unless else f"    {convert}")
         if leaf is not None:
             if leaf[0]:
-                lines.append(f"    {leaf[0]}")
+                post.append(f"    {leaf[0]}")
             leaves.append(leaf[1])
+        lines.extend(post)
+        if complete is not None:
+            complete.extend(post)
         namespace[f"_set_{v}"] = setters[field.name]
         sets.append(f"    _set_{v}(obj, {v})")
         values.append(v)
@@ -548,6 +572,7 @@ def fast_structure_fn(
         # field; defaults, factories and converters applied alike), at half its cost.
         namespace["_set_extra"] = setters["extra"]
         lines.insert(2, f"    _n = {present}")
+        tail_start = len(lines)
         untrack_lines: list[str] = []
         if untrack is not None:
             namespace.update(_untrack=untrack, _tracked=gc.is_tracked, _any=any, _map=map, _id=id)
@@ -592,6 +617,23 @@ def fast_structure_fn(
         else:
             lines.append("    _set_extra(obj, None if len(data) == _n else _unknown(data, _known))")
         lines.append("    return obj")
+        if complete is not None:
+            # Tried first when the object has as many keys as are known; anything it does not
+            # build (a known key missing beside an unknown one, a value to give up on) is
+            # decided by the general function, which builds it or gives up.
+            complete_source = [
+                "def _complete(data):",
+                f"    _n = {len(known)}",
+                *complete,
+                *lines[tail_start:],
+            ]
+            lines[2:2] = [
+                f"    if len(data) == {len(known)}:",
+                "        try:",
+                "            return _complete(data)",
+                "        except Exception:",
+                "            pass",
+            ]
     else:
         if factories:
             lines.insert(2, "    kwargs = {}")
@@ -601,7 +643,7 @@ def fast_structure_fn(
         lines.append("        _setattr(obj, 'extra', _unknown(data, _known))")
         lines.append("    return obj")
     # Named after the class, so that tracebacks and profiles say which function it is.
-    source = "\n".join([*lines, *fields_source])
+    source = "\n".join([*lines, *fields_source, *complete_source])
     exec(compile(source, f"<wire structure {cls.__qualname__}>", "exec"), namespace)
     fast = namespace["fast"]
     if fields_source:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
+import pytest
 
 from pitrio.codec import extra_field, make_codec, wire
 
@@ -92,3 +93,32 @@ def test_a_role_of_a_later_registry_map_decodes() -> None:
     assert type(entry.message) is BashExecutionMessage  # type: ignore[union-attr]
     assert entry.message.command == "ls"  # type: ignore[union-attr]
     assert not gc.is_tracked(entry.message)  # type: ignore[union-attr]  # see ACYCLIC
+
+
+def test_an_object_with_as_many_keys_as_known_but_one_unknown_decodes_as_before() -> None:
+    """A usage with every known key takes the complete-shape twin; one whose key count matches
+    but that misses a known key (an unknown one instead), or whose value has another type,
+    decodes as the general path does (defaults and extra, or the error)."""
+    from pitrio.codec import WireFormatError
+    from pitrio.providers import Cost, Usage
+    from pitrio.sessions._codec import SESSIONS_CODEC
+
+    cost = {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "total": 3}
+    whole = {"input": 5, "output": 7, "cacheRead": 1, "cacheWrite": 2, "totalTokens": 15}
+    usage = SESSIONS_CODEC.from_wire(Usage, {**whole, "cost": cost})
+    assert usage == Usage(
+        input=5,
+        output=7,
+        cache_read=1,
+        cache_write=2,
+        total_tokens=15,
+        cost=Cost(input=1.0, output=2.0, total=3.0),
+    )
+    swapped = {**whole, "cost": cost}
+    del swapped["cacheWrite"]
+    swapped["future"] = True
+    decoded = SESSIONS_CODEC.from_wire(Usage, swapped)
+    assert decoded.cache_write == 0 and decoded.extra == {"future": True}
+    assert decoded.input == 5 and decoded.cost == usage.cost
+    with pytest.raises(WireFormatError):
+        SESSIONS_CODEC.from_wire(Usage, {**whole, "output": "7", "cost": cost})
