@@ -14,12 +14,11 @@ use :func:`start_stream` instead.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 
 import trio
 
-from pitrio.channels import open_body_nursery
 from pitrio.providers._events import DoneEvent, ErrorEvent, final_message
 from pitrio.providers._messages import AssistantMessage, Context, Model, StreamOptions
 from pitrio.providers._registry import ProviderRegistry, default_registry
@@ -61,52 +60,113 @@ def start_stream(
     return events
 
 
-@asynccontextmanager
-async def stream(
+def stream(
     model: Model,
     context: Context,
     options: StreamOptions | None = None,
     *,
     registry: ProviderRegistry | None = None,
-) -> AsyncIterator[AssistantMessageEventStream]:
+) -> AbstractAsyncContextManager[AssistantMessageEventStream]:
     """Stream one response with the API-specific options (pi-ai ``stream``).
 
-    Leaving the block before the terminal event cancels the provider.
+    Leaving the block before the terminal event cancels the provider. An exception the block
+    raises comes out as itself (not wrapped in an exception group).
     """
-    async with _streaming(model, context, options, simple=False, registry=registry) as events:
-        yield events
+    return _Streaming(model, context, options, simple=False, registry=registry)
 
 
-@asynccontextmanager
-async def stream_simple(
+def stream_simple(
     model: Model,
     context: Context,
     options: StreamOptions | None = None,
     *,
     registry: ProviderRegistry | None = None,
-) -> AsyncIterator[AssistantMessageEventStream]:
+) -> AbstractAsyncContextManager[AssistantMessageEventStream]:
     """Stream one response with the unified options, ``reasoning`` too (pi-ai ``streamSimple``)."""
-    async with _streaming(model, context, options, simple=True, registry=registry) as events:
-        yield events
+    return _Streaming(model, context, options, simple=True, registry=registry)
 
 
-@asynccontextmanager
-async def _streaming(
-    model: Model,
-    context: Context,
-    options: StreamOptions | None,
-    *,
-    simple: bool,
-    registry: ProviderRegistry | None,
-) -> AsyncIterator[AssistantMessageEventStream]:
-    async with open_body_nursery() as nursery:
-        events = start_stream(nursery, model, context, options, simple=simple, registry=registry)
+class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
+    """The ``async with`` of `stream` and `stream_simple`: the provider runs as a task of a
+    nursery that holds the caller's block. One object per call, where generator-based context
+    managers made three layers (each a generator, its frames and a few calls per call)."""
+
+    __slots__ = (
+        "_context",
+        "_events",
+        "_manager",
+        "_model",
+        "_nursery",
+        "_options",
+        "_registry",
+        "_simple",
+    )
+
+    def __init__(
+        self,
+        model: Model,
+        context: Context,
+        options: StreamOptions | None,
+        *,
+        simple: bool,
+        registry: ProviderRegistry | None,
+    ) -> None:
+        self._model = model
+        self._context = context
+        self._options = options
+        self._simple = simple
+        self._registry = registry
+        self._manager = trio.open_nursery()
+        self._nursery: trio.Nursery | None = None
+        self._events: AssistantMessageEventStream | None = None
+
+    async def __aenter__(self) -> AssistantMessageEventStream:
+        nursery = self._nursery = await self._manager.__aenter__()
         try:
-            yield events
-        finally:
-            if not events.terminated:
-                nursery.cancel_scope.cancel()
-            await events.aclose()
+            events = start_stream(
+                nursery,
+                self._model,
+                self._context,
+                self._options,
+                simple=self._simple,
+                registry=self._registry,
+            )
+        except BaseException as exc:  # no provider for the API: leave the nursery first
+            await self._leave(type(exc), exc, exc.__traceback__)
+            raise
+        self._events = events
+        return events
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        events = self._events
+        assert events is not None and self._nursery is not None
+        if not events.terminated:
+            self._nursery.cancel_scope.cancel()
+        # No checkpoint here: in a cancelled nursery it would raise Cancelled and replace an
+        # exception the block raised (which the nursery would then swallow with it).
+        events.close()
+        return await self._leave(exc_type, exc, tb)
+
+    async def _leave(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        # Trio wraps what a nursery raises in an exception group; a lone exception (the
+        # block's own, say a ValueError) is raised as it was, as open_body_nursery does.
+        try:
+            return bool(await self._manager.__aexit__(exc_type, exc, tb))
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1:
+                inner = group.exceptions[0]
+                raise inner from inner.__cause__
+            raise
 
 
 async def complete(
