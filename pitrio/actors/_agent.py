@@ -47,6 +47,7 @@ from pitrio.actors._events import (
     TurnEndEvent,
 )
 from pitrio.actors._loop import (
+    UPDATE_KINDS,
     ConvertToLlm,
     GetApiKey,
     LoopConfig,
@@ -67,6 +68,7 @@ from pitrio.actors._messages import (
 from pitrio.actors._tool_runner import AfterToolCall, BeforeToolCall, ToolExecution
 from pitrio.channels import (
     DELIVERED,
+    NOT_TAKEN,
     SUBSCRIPTION_BUFFER,
     Broadcast,
     Latch,
@@ -410,7 +412,9 @@ class Agent:
                 if not prompts:
                     raise UsageError(FROM_ASSISTANT)
         config = self._config(skip_initial_steering_poll=skip)
-        run = _Run(LoopController(config, self._messages, self._emit, self._emit_update), prompts)
+        run = _Run(
+            LoopController(config, self._messages, self._emit, self._deliver_update), prompts
+        )
         assert self._nursery is not None
         self._run = run
         self._stream_message = None
@@ -611,11 +615,20 @@ class Agent:
             return self._bus.publish(event)
         return DELIVERED
 
-    def _emit_update(self, delta: Any) -> Awaitable[None]:
-        """`_emit` of a streamed delta's ``message_update``, built here: the per-token path."""
-        partial = delta.partial
-        self._stream_message = partial
-        return self._bus.publish(message_update(delta, partial))
+    def _deliver_update(self, event: Any) -> Any:
+        """The run's handler for a streamed event (the LoopController's ``_inline_update``,
+        one call per token instead of three): a delta becomes its ``message_update``, state
+        first, then delivery. Returns None once delivered, the delivery to finish when a
+        subscriber must be awaited, `NOT_TAKEN` for any other event; a delta that comes before
+        the message's start (no message streaming yet) is ignored."""
+        if type(event) in UPDATE_KINDS:
+            if self._stream_message is None:
+                return None
+            partial = event.partial
+            self._stream_message = partial
+            delivery = self._bus.publish(message_update(event, partial))
+            return None if delivery is DELIVERED else delivery
+        return NOT_TAKEN
 
     async def _reduce_only(self, event: AgentEvent) -> None:
         await self._emit(event, deliver=False)

@@ -98,7 +98,7 @@ message_update: Final = positional_factory(
 )
 """``MessageUpdateEvent(assistant_message_event=..., message=...)``, positionally: per token."""
 
-_UPDATE_KINDS: Final = frozenset(
+UPDATE_KINDS: Final = frozenset(
     {
         TextDeltaEvent,
         ThinkingDeltaEvent,
@@ -224,17 +224,17 @@ class LoopController:
         config: LoopConfig,
         messages: list[AgentMessage],
         emit: Emit,
-        emit_update: Callable[[Any], Awaitable[None]] | None = None,
+        deliver_update: Callable[[Any], Any] | None = None,
     ) -> None:
-        """``emit_update(delta)``, when given, does what ``emit`` does with the delta's
-        ``message_update``, built by itself: the per-token path, one call shorter."""
+        """``deliver_update(event)``, when given, replaces `_inline_update` (same contract):
+        the Agent's own, which turns a delta into its ``message_update`` in one call."""
         self._config = config
         # The run's transcript, shared with the Agent: read here, written by the reducer only.
         self._messages = messages
         self._turn_index = 0
         self._request_index = 0
         self._emit = emit
-        self._emit_update = emit_update if emit_update is not None else self._update_via_emit
+        self._deliver_update = deliver_update if deliver_update is not None else self._inline_update
         self.new_messages: list[AgentMessage] = []
         # Where the run is, for close_aborted. Each is updated *before* the event it stands
         # for is emitted, so an event whose delivery was interrupted is never emitted twice.
@@ -419,7 +419,7 @@ class LoopController:
             # only when the stream runs dry (one hand-off per burst, not per token). A
             # delta whose subscribers are all synchronous costs no await at all.
             receive_all = stream.receive_all_nowait
-            inline = self._inline_update  # one bound method per call, not one per wait
+            inline = self._deliver_update
             started = self._assistant_started
             final: AssistantMessage | None = None
             while final is None:
@@ -472,15 +472,12 @@ class LoopController:
         Returns None when it was delivered, the delivery to finish when a subscriber must be
         awaited (the loop awaits it), `NOT_TAKEN` for any other event (the loop handles it);
         a delta that comes before the message's start event is ignored (None)."""
-        if type(event) in _UPDATE_KINDS:
+        if type(event) in UPDATE_KINDS:
             if not self._assistant_started:
                 return None
-            delivery = self._emit_update(event)
+            delivery = self._emit(message_update(event, event.partial))
             return None if delivery is DELIVERED else delivery
         return NOT_TAKEN
-
-    def _update_via_emit(self, event: Any) -> Awaitable[None]:
-        return self._emit(message_update(event, event.partial))
 
     async def _end_assistant(self, final: AssistantMessage) -> AssistantMessage:
         """Finish the LLM call's message: the hook, then message_start (if owed) and _end."""
