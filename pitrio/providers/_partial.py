@@ -323,7 +323,8 @@ class AssistantMessageBuilder:
         """A builder with no blocks yet that streams ``message`` (a provider replaying a
         finished message, as the faux does): its fields (all but ``content``) are the header,
         read from ``message`` itself instead of being copied (partial tool arguments show
-        ``{}``, as pi's faux)."""
+        ``{}``, as pi's faux). Its snapshots keep ``message`` alive while they live; the
+        stream's final event carries it anyway."""
         self = cls.__new__(cls)
         self._header = message
         self._blocks = []
