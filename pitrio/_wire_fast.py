@@ -11,6 +11,12 @@ or the error with its message. So there is one decoding path, and it is the fast
 JSON pi writes (``tests/sessions/test_decoding.py`` checks both paths agree, on pi's captures
 and on random edits of them).
 
+Classes and fields may ask for more (the constants below): repeated values decoded as one
+object (SHARED, SHARE_EQUAL), objects of leaves left untracked by the cyclic garbage collector
+(ACYCLIC), converters not called on what they keep (KEEPS), a twin returning the fields instead
+of the object (FIELDS), and, for classes whose fields are all optional, a twin for the object
+that has every key (COMPLETE_MIN).
+
 Like :mod:`pitrio.codec` it imports nothing from pitrio.
 """
 
