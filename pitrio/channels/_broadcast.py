@@ -422,13 +422,11 @@ class Broadcast(Generic[T]):
         if self._locked:
             return self._publish_queued(event)
         subscribers = self._subscribers
-        index = 0
         # Locked during the delivery too: a sync callback calling publish on this broadcast
         # gets a queued publish (it cannot await it), never a nested, out-of-order delivery.
         self._locked = True
         try:
             for entry in subscribers:
-                index += 1
                 if type(entry) is _Callback:
                     if not entry.active:
                         continue
@@ -438,13 +436,15 @@ class Broadcast(Generic[T]):
                         log.exception("subscriber_failed", subscriber=entry.callback)
                         continue
                     if awaitable is not None:  # _finish takes the lock over
-                        return self._finish(event, subscribers, index, entry, awaitable)
+                        rest = _position(subscribers, entry) + 1
+                        return self._finish(event, subscribers, rest, entry, awaitable)
                 elif (
                     type(entry) is Subscription
                     and entry._state == _OPEN
                     and not entry._offer(event)
                 ):
-                    return self._finish(event, subscribers, index - 1, None, None)
+                    rest = _position(subscribers, entry)
+                    return self._finish(event, subscribers, rest, None, None)
         except BaseException:
             self._locked = False
             raise
@@ -544,3 +544,12 @@ class Broadcast(Generic[T]):
 
     def _remove(self, entry: _Callback[T] | Subscription[T]) -> None:
         self._subscribers = tuple(e for e in self._subscribers if e is not entry)
+
+
+def _position(subscribers: tuple[object, ...], entry: object) -> int:
+    """Where ``entry`` is in ``subscribers`` (by identity): found only when a delivery has to
+    wait, so the per-event loop keeps no count."""
+    for index, candidate in enumerate(subscribers):
+        if candidate is entry:
+            return index
+    raise AssertionError("the entry is not among the subscribers")  # pragma: no cover
