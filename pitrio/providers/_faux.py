@@ -55,6 +55,7 @@ from pitrio.providers._messages import (
     Message,
     Model,
     ModelCost,
+    ProviderResponse,
     StopReason,
     StreamOptions,
     TextContent,
@@ -455,6 +456,9 @@ class FauxProvider:
     ) -> None:
         step = self._pending.popleft() if self._pending else None
         self.state.call_count += 1
+        on_response = options.on_response
+        if on_response is not None:  # as pi's faux: a 200 with no headers, per request
+            await maybe_await(on_response(ProviderResponse(status=200, headers={}), model))
         if step is None:
             message = AssistantMessage(
                 content=(),
