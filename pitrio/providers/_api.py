@@ -19,7 +19,7 @@ from types import TracebackType
 
 import trio
 
-from pitrio.providers._events import DoneEvent, ErrorEvent, final_message
+from pitrio.providers._events import final_message, is_terminal
 from pitrio.providers._messages import AssistantMessage, Context, Model, StreamOptions
 from pitrio.providers._registry import ProviderRegistry, default_registry
 from pitrio.providers._stream import (
@@ -195,6 +195,6 @@ async def complete_simple(
 
 async def _drain(events: AssistantMessageEventStream) -> AssistantMessage:
     async for event in events:
-        if isinstance(event, DoneEvent | ErrorEvent):
+        if is_terminal(event):
             return final_message(event)
     return await events.result()
