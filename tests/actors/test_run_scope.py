@@ -1,4 +1,7 @@
-"""A run: its scope (the nursery's, an early abort still lands), a failure, a stray early delta."""
+"""A run: its scope is its nursery's (an early abort still lands); a stray early delta.
+
+(A failing hook still ends a run with stop reason "error": tests/actors/test_agent.py.)
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from pitrio.providers import (
 )
 from pitrio.providers._stream import AssistantMessageEventStream
 
-from helpers import Recorder, assistant, make_faux
+from helpers import Recorder, make_faux
 
 
 async def test_an_abort_before_the_scope_exists_cancels_it_when_bound() -> None:
@@ -31,27 +34,6 @@ async def test_an_abort_before_the_scope_exists_cancels_it_when_bound() -> None:
         await trio.sleep_forever()
     assert run.aborted
     assert scope.cancelled_caught
-
-
-async def test_a_run_whose_task_fails_ends_with_an_error_not_an_abort() -> None:
-    """A hook that raises ends the run with stop reason "error" (the nursery's cancellation
-    of its other tasks does not count as an abort)."""
-    faux, registry = make_faux()
-    faux.set_responses([assistant("never streamed")])
-
-    async def explode(messages: object) -> object:
-        raise ValueError("transform exploded")
-
-    recorder = Recorder()
-    async with open_agent(
-        model=faux.get_model(), registry=registry, transform_context=explode
-    ) as agent:
-        agent.subscribe(recorder)
-        await agent.prompt("go")
-    failure = agent.messages[-1]
-    assert failure.stop_reason == "error"  # type: ignore[union-attr]
-    assert failure.error_message == "transform exploded"  # type: ignore[union-attr]
-    assert recorder.types[-1] == "agent_end"
 
 
 async def test_a_delta_before_the_start_event_is_not_delivered() -> None:
