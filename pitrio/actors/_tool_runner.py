@@ -415,9 +415,11 @@ class ToolRunner:
         call = prepared.tool_call
         updates = _UpdateForwarder(call, self._emit, nursery)
         try:
-            result = await _in_own_context(
-                prepared.tool.execute(call.id, prepared.args, updates.report)
-            )
+            running = prepared.tool.execute(call.id, prepared.args, updates.report)
+            if isinstance(running, types.CoroutineType):
+                result = await _in_own_context(running)
+            else:  # an execute() that hands back another kind of awaitable
+                result = await running
             outcome = (result, False)
         except Exception as exc:
             outcome = (error_result(_text(exc)), True)

@@ -10,7 +10,7 @@ import trio.testing
 
 from pitrio.actors import AgentEvent, open_agent
 from pitrio.providers import TextContent
-from pitrio.tools import AgentToolResult, FunctionTool
+from pitrio.tools import AgentTool, AgentToolResult, FunctionTool
 
 from helpers import Recorder, call, echo_tool, make_faux, tool_then_text
 
@@ -120,3 +120,41 @@ async def test_updates_reach_a_slow_async_subscriber_before_the_end_event() -> N
     ]
     texts = [e.partial_result.content[0].text for e in recorder.of("tool_execution_update")]
     assert texts == [f"step {n}" for n in range(6)]
+
+
+class _Ready:
+    """An awaitable that is not a coroutine: completes at once with its value."""
+
+    def __init__(self, value: AgentToolResult) -> None:
+        self.value = value
+
+    def __await__(self) -> Any:
+        return self.value
+        yield  # a generator: __await__ returns an iterator
+
+
+class _PlainAwaitableTool(AgentTool):
+    """A tool whose execute() is a plain method handing back a non-coroutine awaitable."""
+
+    name = "echo"
+    label = "Echo"
+    description = ""
+    parameters: Any = {"type": "object"}
+
+    def execute(  # type: ignore[override]
+        self, call_id: str, params: dict[str, Any], on_update: Any
+    ) -> _Ready:
+        return _Ready(AgentToolResult(content=[TextContent(text="plain")]))
+
+
+async def test_an_execute_that_returns_another_awaitable_still_runs() -> None:
+    """execute() may hand back any awaitable, not only a coroutine: its result is the tool's."""
+    faux, registry = make_faux()
+    faux.set_responses([tool_then_text([call("t1", "x")])] * 2)
+    async with open_agent(
+        model=faux.get_model(), registry=registry, tools=[_PlainAwaitableTool()]
+    ) as agent:
+        await agent.prompt("go")
+    results = [m for m in agent.messages if m.role == "toolResult"]
+    assert [r.content[0].text for r in results] == ["plain"]  # type: ignore[union-attr]
+    assert not results[0].is_error  # type: ignore[union-attr]
