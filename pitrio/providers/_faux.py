@@ -542,14 +542,10 @@ class FauxProvider:
         checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
         await checkpoint_if_cancelled()
         snapshot = builder.snapshot
-        # out.emit inlined (push without waiting, else wait for room): no coroutine per event.
-        push_nowait = out.push_nowait
+        emit = out.emit
         offer = out.offer
         event: AssistantMessageEvent = _start_event(snapshot())
-        try:
-            push_nowait(event)
-        except trio.WouldBlock:
-            await out.push(event)
+        await emit(event)
         tps = self._tps
         every = self._yield_every
         # A countdown across the blocks, not a modulo per chunk; 0: never (countdown < 0).
@@ -573,10 +569,7 @@ class FauxProvider:
                 text = _json(block.arguments)
                 make = _tool_call_delta
                 event = _tool_call_start(index, snapshot())
-            try:
-                push_nowait(event)
-            except trio.WouldBlock:
-                await out.push(event)
+            await emit(event)
             chunks = _split(text, min_size, max_size, rng)
             if tps is not None and tps > 0:
                 await self._paced_deltas(out, builder, index, chunks, make, tps)
@@ -621,19 +614,13 @@ class FauxProvider:
             else:
                 builder.set_arguments(index, block.arguments)
                 event = _tool_call_end(index, block, snapshot())
-            try:
-                push_nowait(event)
-            except trio.WouldBlock:
-                await out.push(event)
+            await emit(event)
         stop_reason = message.stop_reason
         if stop_reason == "error" or stop_reason == "aborted":
             event = _error_event(stop_reason, message)
         else:
             event = _done_event(stop_reason, message)
-        try:
-            push_nowait(event)
-        except trio.WouldBlock:
-            await out.push(event)
+        await emit(event)
 
 
 def register_faux_provider(
