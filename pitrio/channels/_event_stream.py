@@ -285,18 +285,19 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 completion event was pushed before.
         """
         if result is not None and not self._has_result:
-            self._result = result
-            self._has_result = True
-        self._done = True
-        if self._finished is not None:
-            self._finished.set()
+            self._record(result)
+        else:
+            self._mark_done()
         self._close_send()
 
     def _record(self, result: R) -> None:
         self._result = result
         self._has_result = True
+        self._mark_done()
+
+    def _mark_done(self) -> None:
         self._done = True
-        if self._finished is not None:
+        if self._finished is not None:  # made only by a result() that had to wait
             self._finished.set()
 
     def _close_send(self) -> None:
