@@ -52,6 +52,7 @@ from ._mailbox import Mailbox as Mailbox
 from ._mailbox import MailboxMode as MailboxMode
 from ._mailbox import MailboxStatistics as MailboxStatistics
 from ._nursery import open_body_nursery as open_body_nursery
+from ._nursery import raise_lone as raise_lone
 from ._reply import Latch as Latch
 from ._reply import Reply as Reply
 from ._reply import close_inbox as close_inbox
@@ -89,6 +90,7 @@ __all__ = [
     "SubscriptionStatistics",
     "close_inbox",
     "open_body_nursery",
+    "raise_lone",
 ]
 
 _publish(globals(), __all__)

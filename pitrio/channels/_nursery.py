@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import NoReturn
 
 import trio
 
@@ -22,7 +23,13 @@ async def open_body_nursery() -> AsyncIterator[trio.Nursery]:
         async with trio.open_nursery() as nursery:
             yield nursery
     except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1:
-            exc = group.exceptions[0]
-            raise exc from exc.__cause__
-        raise
+        raise_lone(group)
+
+
+def raise_lone(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Raise the one exception ``group`` holds as it was (with its own cause), or ``group``
+    itself when it holds several: what a nursery that runs its caller's block raises."""
+    if len(group.exceptions) == 1:
+        exc = group.exceptions[0]
+        raise exc from exc.__cause__
+    raise group

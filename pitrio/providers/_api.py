@@ -19,6 +19,7 @@ from types import TracebackType
 
 import trio
 
+from pitrio.channels import raise_lone
 from pitrio.providers._events import final_message, is_terminal
 from pitrio.providers._messages import AssistantMessage, Context, Model, StreamOptions
 from pitrio.providers._registry import ProviderRegistry, default_registry
@@ -163,10 +164,7 @@ class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
         try:
             return bool(await self._manager.__aexit__(exc_type, exc, tb))
         except BaseExceptionGroup as group:
-            if len(group.exceptions) == 1:
-                inner = group.exceptions[0]
-                raise inner from inner.__cause__
-            raise
+            raise_lone(group)
 
 
 async def complete(
