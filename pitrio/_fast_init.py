@@ -121,11 +121,19 @@ _FROZEN_SETATTR: Final = _Probe.__setattr__
 def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     """A function ``make(*values)`` that builds a ``cls`` from ``names``' values, positionally.
 
-    The per-token path's constructor: it creates the instance and writes every slot through
-    its descriptor, the other fields getting their defaults, exactly as ``cls(**kwargs)``
-    would, without the keyword call (about a third faster than even the rewritten
-    ``__init__``). Only for slotted attrs classes whose ``__init__`` does nothing else: no
-    validators, converters, hooks or factories that take ``self``.
+    The per-token path's constructor: it creates the instance and fills every slot, the other
+    fields getting their defaults, exactly as ``cls(**kwargs)`` would, without the keyword
+    call. Only for slotted attrs classes whose ``__init__`` does nothing else: no validators,
+    converters, hooks or factories that take ``self``.
+
+    When the class allows it (see `_layout_twin`: a direct subclass of ``object`` without a
+    ``__weakref__`` slot, on CPython 3.11) the instance is built as its *layout twin*, a
+    plain class with the same slots whose attributes are plain stores, and then given its
+    class (``__class__`` assignment, which CPython allows between classes of one layout):
+    under half the cost of writing each slot through its descriptor (callgrind, a five-field
+    event: 2,444 against 5,037 instructions, creation and release). Otherwise every slot is
+    written through its descriptor's ``__set__`` (itself a third cheaper than the rewritten
+    ``__init__``). The instance is frozen either way: it is of ``cls`` before anyone sees it.
 
     Raises:
         TypeError: ``cls`` is not such a class, or a field not in ``names`` has no default.
@@ -137,8 +145,12 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     unknown = set(names) - set(attrs.fields_dict(cls))
     if unknown:
         raise TypeError(f"{cls.__qualname__} has no fields {sorted(unknown)}")
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def make({', '.join(names)}):", "    self = _new(_cls)"]
+    twin = _layout_twin(cls)
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": twin}
+    lines = [
+        f"def make({', '.join(names)}):",
+        "    self = _new(_cls)" if twin is None else "    self = _twin()",
+    ]
     for field in attrs.fields(cls):
         if field.validator is not None or field.converter is not None:
             raise TypeError(f"{cls.__qualname__}.{field.name} has a validator or converter")
@@ -158,7 +170,12 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
         else:
             namespace[f"_default_{field.name}"] = field.default
             value = f"_default_{field.name}"
-        lines.append(f"    _set_{field.name}(self, {value})")
+        if twin is None:
+            lines.append(f"    _set_{field.name}(self, {value})")
+        else:
+            lines.append(f"    self.{field.name} = {value}")
+    if twin is not None:
+        lines.append("    self.__class__ = _cls")
     lines.append("    return self")
     source = "\n".join(lines) + "\n"
     filename = f"<positional factory {cls.__module__}.{cls.__qualname__}>"
@@ -167,3 +184,26 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     make: Callable[..., Any] = namespace["make"]
     make.__qualname__ = f"{cls.__qualname__}.positional"
     return make
+
+
+def _layout_twin(cls: type) -> type | None:
+    """A plain class with ``cls``'s slots, whose instances may become ``cls`` instances by
+    ``__class__`` assignment; None when CPython refuses that for ``cls``.
+
+    The twin has no ``__setattr__`` of its own, so its attributes are written by plain
+    (specialised) stores, where a frozen class's must go through each slot's descriptor.
+    CPython accepts the assignment between two classes with the same base and the same slot
+    names (hence the same layout); it refuses classes with a ``__weakref__`` slot (a
+    size check that does not count that slot, CPython 3.11), so the hot classes are declared
+    with ``weakref_slot=False``. Whether it works is tried once, here, on a probe.
+    """
+    if cls.__bases__ != (object,):
+        return None
+    slots = cls.__dict__["__slots__"]
+    twin = type(f"{cls.__name__}Twin", (), {"__slots__": slots, "__module__": cls.__module__})
+    probe: Any = object.__new__(twin)
+    try:
+        probe.__class__ = cls
+    except TypeError:
+        return None
+    return twin

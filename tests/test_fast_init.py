@@ -105,3 +105,52 @@ def test_positional_factory_builds_what_the_keyword_call_builds() -> None:
         positional_factory(TextDeltaEvent, ("content_index", "delta", "partial", "nope"))
     with pytest.raises(TypeError, match="needs a value"):
         positional_factory(TextDeltaEvent, ("content_index", "delta"))
+
+
+def test_positional_factory_builds_the_hot_classes_through_their_layout_twin() -> None:
+    """Per-token events, usage and message entries are built as a plain twin and then given
+    their class: the instance is exactly of the class, equal to the keyword call's, frozen,
+    and has no attribute left unset."""
+    from pitrio._fast_init import _layout_twin, positional_factory
+    from pitrio.actors import MessageUpdateEvent
+    from pitrio.actors._loop import message_update
+    from pitrio.providers import DELTA_FACTORIES, TextDeltaEvent, Usage
+    from pitrio.providers._faux import _make_usage
+    from pitrio.sessions import SessionMessageEntry
+    from pitrio.sessions._entry_columns import _build_message_entry
+
+    for make in (*DELTA_FACTORIES.values(), message_update, _make_usage, _build_message_entry):
+        assert make.__globals__["_twin"] is not None, make.__qualname__
+
+    delta = DELTA_FACTORIES[TextDeltaEvent](1, "abcd", None)
+    assert type(delta) is TextDeltaEvent
+    assert delta == TextDeltaEvent(content_index=1, delta="abcd", partial=None)
+    assert attrs.asdict(delta, recurse=False) == {
+        "type": "text_delta",
+        "content_index": 1,
+        "delta": "abcd",
+        "partial": None,
+        "extra": None,
+    }
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        delta.delta = "x"  # type: ignore[misc]
+    assert attrs.evolve(delta, delta="efgh").delta == "efgh"
+    update = message_update(delta, None)
+    assert type(update) is MessageUpdateEvent and update.assistant_message_event is delta
+    usage = _make_usage(1, 2, 3, 4, 10, Usage().cost)
+    assert usage == Usage(input=1, output=2, cache_read=3, cache_write=4, total_tokens=10)
+    entry = _build_message_entry("a", None, "2026-11-23T00:00:00.000Z", None)
+    assert type(entry) is SessionMessageEntry and entry.parent_id is None
+
+    # A class CPython will not re-class (a __weakref__ slot, or a slotted base) keeps the
+    # descriptor path, with the same result.
+    @attrs.frozen(kw_only=True)
+    class WithWeakref:
+        name: str
+        size: int = 3
+        extra: Any = None
+
+    make = positional_factory(WithWeakref, ("name",))
+    assert make("a") == WithWeakref(name="a") and type(make("a")) is WithWeakref
+    if _layout_twin(WithWeakref) is None:
+        assert make.__globals__["_twin"] is None

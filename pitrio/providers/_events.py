@@ -20,7 +20,7 @@ from pitrio.providers._partial import PartialAssistantMessage
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class StartEvent:
     """The stream has started; ``partial`` has no content yet."""
 
@@ -30,7 +30,7 @@ class StartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class TextStartEvent:
     """A text block opens at ``content_index``."""
 
@@ -41,7 +41,7 @@ class TextStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class TextDeltaEvent:
     """Text appended to the block at ``content_index``."""
 
@@ -53,7 +53,7 @@ class TextDeltaEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class TextEndEvent:
     """The text block at ``content_index`` is complete; ``content`` is its text."""
 
@@ -65,7 +65,7 @@ class TextEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ThinkingStartEvent:
     """A thinking block opens at ``content_index``."""
 
@@ -76,7 +76,7 @@ class ThinkingStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ThinkingDeltaEvent:
     """Reasoning text appended to the block at ``content_index``."""
 
@@ -88,7 +88,7 @@ class ThinkingDeltaEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ThinkingEndEvent:
     """The thinking block at ``content_index`` is complete."""
 
@@ -100,7 +100,7 @@ class ThinkingEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallStartEvent:
     """A tool call opens at ``content_index``."""
 
@@ -111,7 +111,7 @@ class ToolCallStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallDeltaEvent:
     """A piece of the tool call's JSON arguments (partial JSON)."""
 
@@ -123,7 +123,7 @@ class ToolCallDeltaEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallEndEvent:
     """The tool call at ``content_index`` is complete with parsed arguments."""
 
@@ -135,7 +135,7 @@ class ToolCallEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class DoneEvent:
     """The response finished normally (terminal)."""
 
@@ -146,7 +146,7 @@ class DoneEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ErrorEvent:
     """The response failed or was aborted (terminal); ``error`` is the final message."""
 

@@ -144,7 +144,7 @@ class Cost:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class Usage:
     """Token counts of one response and their cost."""
 

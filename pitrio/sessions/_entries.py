@@ -371,7 +371,7 @@ class SessionHeader:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class SessionMessageEntry:
     """A message of the conversation (user, assistant, tool result or an extension kind)."""
 
