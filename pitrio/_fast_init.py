@@ -126,7 +126,7 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     call. Only for slotted attrs classes whose ``__init__`` does nothing else: no validators,
     converters, hooks or factories that take ``self``.
 
-    When the class allows it (see `_layout_twin`: a direct subclass of ``object`` without a
+    When the class allows it (see `layout_twin`: a direct subclass of ``object`` without a
     ``__weakref__`` slot, on CPython 3.11) the instance is built as its *layout twin*, a
     plain class with the same slots whose attributes are plain stores, and then given its
     class (``__class__`` assignment, which CPython allows between classes of one layout):
@@ -145,7 +145,7 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     unknown = set(names) - set(attrs.fields_dict(cls))
     if unknown:
         raise TypeError(f"{cls.__qualname__} has no fields {sorted(unknown)}")
-    twin = _layout_twin(cls)
+    twin = layout_twin(cls)
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": twin}
     lines = [
         f"def make({', '.join(names)}):",
@@ -186,7 +186,7 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     return make
 
 
-def _layout_twin(cls: type) -> type | None:
+def layout_twin(cls: type) -> type | None:
     """A plain class with ``cls``'s slots, whose instances may become ``cls`` instances by
     ``__class__`` assignment; None when CPython refuses that for ``cls``.
 

@@ -33,6 +33,8 @@ from typing import Any, Final, Literal, Union, cast, get_args, get_origin
 import attrs
 import cattrs
 
+from pitrio._fast_init import layout_twin
+
 __all__ = [
     "ACYCLIC",
     "FIELDS",
@@ -438,10 +440,22 @@ def fast_structure_fn(
     ``known`` in ``extra``.
     """
     setters = _slot_setters(cls)
+    # Built as its layout twin when CPython allows it (plain stores, then ``__class__``:
+    # see pitrio._fast_init.positional_factory), else through each slot's descriptor.
+    twin = layout_twin(cls) if setters is not None else None
+
+    def assign(name: str, value: str) -> str:
+        return f"obj.{name} = {value}" if twin is not None else f"_set_{name}(obj, {value})"
+
+    # ``extra`` is the last field an object gets, in every branch: the twin becomes the class
+    # there.
+    finish = "; obj.__class__ = _cls" if twin is not None else ""
+    new_object = "_twin()" if twin is not None else "_new(_cls)"
     namespace: dict[str, Any] = {
         "_Slow": _Slow,
         "_MISSING": _MISSING,
         "_cls": cls,
+        "_twin": twin,
         "_new": object.__new__,
         "_known": frozenset(known),
         "_setattr": object.__setattr__,
@@ -492,13 +506,13 @@ def fast_structure_fn(
                 untrack = None
             # Only when building directly (the class's __init__ sets it otherwise).
             if setters is not None:
-                namespace[f"_set_{v}"] = setters[field.name]
+                namespace[f"_set_{field.name}"] = setters[field.name]
                 if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                     namespace[f"_factory_{v}"] = default.factory
-                    sets.append(f"    _set_{v}(obj, _factory_{v}())")
+                    sets.append(f"    {assign(field.name, f'_factory_{v}()')}")
                 else:
                     namespace[f"_default_{v}"] = default
-                    sets.append(f"    _set_{v}(obj, _default_{v})")
+                    sets.append(f"    {assign(field.name, f'_default_{v}')}")
             continue
         if isinstance(field.type, str) or field.alias is None:
             return None
@@ -570,8 +584,8 @@ def fast_structure_fn(
         lines.extend(post)
         if complete is not None:
             complete.extend(post)
-        namespace[f"_set_{v}"] = setters[field.name]
-        sets.append(f"    _set_{v}(obj, {v})")
+        namespace[f"_set_{field.name}"] = setters[field.name]
+        sets.append(f"    {assign(field.name, v)}")
         values.append(v)
     if setters is not None:
         # Built directly: what the class's generated __init__ would do (one slot set per
@@ -604,24 +618,25 @@ def fast_structure_fn(
             lines.append(f"        _key = ({', '.join(keys)},)")
             lines.append("        obj = _shared.get(_key)")
             lines.append("        if obj is not None: return obj")
-            lines.append("        obj = _new(_cls)")
+            lines.append(f"        obj = {new_object}")
             lines.extend("    " + line for line in sets)
-            lines.append("        _set_extra(obj, None)")
+            lines.append(f"        {assign('extra', 'None')}{finish}")
             lines.extend("        " + line for line in untrack_lines)
             lines.append("        if len(_shared) >= _shared_max: _shared.clear()")
             lines.append("        _shared[_key] = obj")
             lines.append("        return obj")
-        lines.append("    obj = _new(_cls)")
+        lines.append(f"    obj = {new_object}")
         lines.extend(sets)
         if untrack_lines:
             # Unknown keys (kept in a dict) or values it tracks: the collector keeps it.
             lines.append("    if len(data) == _n:")
-            lines.append("        _set_extra(obj, None)")
+            lines.append(f"        {assign('extra', 'None')}{finish}")
             lines.extend("        " + line for line in untrack_lines)
             lines.append("        return obj")
-            lines.append("    _set_extra(obj, _unknown(data, _known))")
+            lines.append(f"    {assign('extra', '_unknown(data, _known)')}{finish}")
         else:
-            lines.append("    _set_extra(obj, None if len(data) == _n else _unknown(data, _known))")
+            extra = "None if len(data) == _n else _unknown(data, _known)"
+            lines.append(f"    {assign('extra', extra)}{finish}")
         lines.append("    return obj")
         if complete is not None:
             # Tried first when the object has as many keys as are known; anything it does not

@@ -111,7 +111,7 @@ def test_positional_factory_builds_the_hot_classes_through_their_layout_twin() -
     """Per-token events, usage and message entries are built as a plain twin and then given
     their class: the instance is exactly of the class, equal to the keyword call's, frozen,
     and has no attribute left unset."""
-    from pitrio._fast_init import _layout_twin, positional_factory
+    from pitrio._fast_init import layout_twin, positional_factory
     from pitrio.actors import MessageUpdateEvent
     from pitrio.actors._loop import message_update
     from pitrio.providers import DELTA_FACTORIES, TextDeltaEvent, Usage
@@ -152,5 +152,5 @@ def test_positional_factory_builds_the_hot_classes_through_their_layout_twin() -
 
     make = positional_factory(WithWeakref, ("name",))
     assert make("a") == WithWeakref(name="a") and type(make("a")) is WithWeakref
-    if _layout_twin(WithWeakref) is None:
+    if layout_twin(WithWeakref) is None:
         assert make.__globals__["_twin"] is None

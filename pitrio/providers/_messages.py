@@ -32,7 +32,7 @@ Api: TypeAlias = str
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class TextContent:
     """A text block."""
 
@@ -48,7 +48,7 @@ class TextContent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ThinkingContent:
     """A reasoning block; ``thinking_signature`` lets the provider verify it on replay."""
 
@@ -63,7 +63,7 @@ class ThinkingContent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ImageContent:
     """A base64 image."""
 
@@ -76,7 +76,7 @@ class ImageContent:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCall:
     """A tool call requested by the model."""
 
@@ -126,7 +126,7 @@ _result_content.__wire_keeps__ = (tuple,)  # type: ignore[attr-defined]
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class Cost:
     """Dollar cost of one response, by token class."""
 
@@ -168,7 +168,7 @@ EMPTY_USAGE = Usage()
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class UserMessage:
     """A user turn: a string or text and image blocks."""
 
@@ -182,7 +182,7 @@ class UserMessage:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class AssistantMessage:
     """A finished model response."""
 
@@ -213,7 +213,7 @@ class AssistantMessage:
 
 
 @wire
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolResultMessage:
     """The result of one tool call, sent back to the model."""
 

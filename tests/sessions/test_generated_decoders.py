@@ -122,3 +122,57 @@ def test_an_object_with_as_many_keys_as_known_but_one_unknown_decodes_as_before(
     assert decoded.input == 5 and decoded.cost == usage.cost
     with pytest.raises(WireFormatError):
         SESSIONS_CODEC.from_wire(Usage, {**whole, "output": "7", "cost": cost})
+
+
+def test_decoded_messages_are_built_as_layout_twins_and_come_out_frozen_of_their_class() -> None:
+    """The message classes a session file holds are decoded as their layout twin (plain
+    stores) and then given their class: the objects are exactly of the class, frozen, equal to
+    the constructor's, with unknown keys kept in ``extra``, in every branch of the decoder
+    (known keys only, an unknown key, a shared usage)."""
+    from pitrio._fast_init import layout_twin
+    from pitrio.providers import AssistantMessage, Cost, TextContent, ToolCall, Usage
+    from pitrio.sessions._codec import SESSIONS_CODEC
+
+    for cls in (AssistantMessage, Usage, Cost, TextContent, ToolCall):
+        assert layout_twin(cls) is not None, cls.__name__
+    usage = {
+        "input": 1,
+        "output": 2,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 3,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+    data = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "hi"},
+            {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"text": "x"}},
+        ],
+        "api": "faux",
+        "provider": "faux",
+        "model": "faux-1",
+        "usage": usage,
+        "stopReason": "toolUse",
+        "timestamp": 1,
+    }
+    plain = SESSIONS_CODEC.from_wire(AssistantMessage, data)
+    unknown = SESSIONS_CODEC.from_wire(AssistantMessage, {**data, "future": 1})
+    again = SESSIONS_CODEC.from_wire(AssistantMessage, data)
+    built = AssistantMessage(
+        content=[TextContent(text="hi"), ToolCall(id="c1", name="echo", arguments={"text": "x"})],
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        usage=Usage(input=1, output=2, total_tokens=3),
+        stop_reason="toolUse",
+        timestamp=1,
+    )
+    for message in (plain, unknown, again):
+        assert type(message) is AssistantMessage and message == built
+        assert type(message.usage) is Usage and type(message.usage.cost) is Cost
+        assert [type(block) for block in message.content] == [TextContent, ToolCall]
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            message.model = "other"  # type: ignore[misc]
+    assert plain.extra is None and unknown.extra == {"future": 1}
+    assert again.usage is plain.usage  # the shared-usage branch returns the first object
