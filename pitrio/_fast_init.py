@@ -14,6 +14,7 @@ converter that takes ``self`` keep attrs' ``__init__``.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import re
 from collections.abc import Callable
@@ -186,6 +187,7 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     return make
 
 
+@functools.cache
 def layout_twin(cls: type) -> type | None:
     """A plain class with ``cls``'s slots, whose instances may become ``cls`` instances by
     ``__class__`` assignment; None when CPython refuses that for ``cls``.
@@ -195,7 +197,8 @@ def layout_twin(cls: type) -> type | None:
     CPython accepts the assignment between two classes with the same base and the same slot
     names (hence the same layout); it refuses classes with a ``__weakref__`` slot (a
     size check that does not count that slot, CPython 3.11), so the hot classes are declared
-    with ``weakref_slot=False``. Whether it works is tried once, here, on a probe.
+    with ``weakref_slot=False``. Whether it works is tried once per class, here, on a probe
+    (the answer is kept: one twin per class, shared by every function that builds one).
     """
     if cls.__bases__ != (object,):
         return None

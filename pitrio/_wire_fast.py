@@ -506,7 +506,8 @@ def fast_structure_fn(
                 untrack = None
             # Only when building directly (the class's __init__ sets it otherwise).
             if setters is not None:
-                namespace[f"_set_{field.name}"] = setters[field.name]
+                if twin is None:
+                    namespace[f"_set_{field.name}"] = setters[field.name]
                 if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                     namespace[f"_factory_{v}"] = default.factory
                     sets.append(f"    {assign(field.name, f'_factory_{v}()')}")
@@ -584,13 +585,15 @@ def fast_structure_fn(
         lines.extend(post)
         if complete is not None:
             complete.extend(post)
-        namespace[f"_set_{field.name}"] = setters[field.name]
+        if twin is None:
+            namespace[f"_set_{field.name}"] = setters[field.name]
         sets.append(f"    {assign(field.name, v)}")
         values.append(v)
     if setters is not None:
         # Built directly: what the class's generated __init__ would do (one slot set per
         # field; defaults, factories and converters applied alike), at half its cost.
-        namespace["_set_extra"] = setters["extra"]
+        if twin is None:
+            namespace["_set_extra"] = setters["extra"]
         lines.insert(2, f"    _n = {present}")
         tail_start = len(lines)
         untrack_lines: list[str] = []
