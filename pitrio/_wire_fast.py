@@ -440,15 +440,13 @@ def fast_structure_fn(
     ``known`` in ``extra``.
     """
     setters = _slot_setters(cls)
-    # Built as its layout twin when CPython allows it (plain stores, then ``__class__``:
-    # see pitrio._fast_init.positional_factory), else through each slot's descriptor.
+    # Built as its layout twin where it has one (see pitrio._fast_init.positional_factory).
     twin = layout_twin(cls) if setters is not None else None
 
     def assign(name: str, value: str) -> str:
         return f"obj.{name} = {value}" if twin is not None else f"_set_{name}(obj, {value})"
 
-    # ``extra`` is the last field an object gets, in every branch: the twin becomes the class
-    # there.
+    # ``extra`` is each branch's last field: there the twin becomes the class.
     finish = "; obj.__class__ = _cls" if twin is not None else ""
     new_object = "_twin()" if twin is not None else "_new(_cls)"
     namespace: dict[str, Any] = {
