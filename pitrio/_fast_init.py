@@ -158,7 +158,8 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
         descriptor: Any = cls.__dict__.get(field.name)
         if type(descriptor).__name__ != "member_descriptor":
             raise TypeError(f"{cls.__qualname__}.{field.name} is not a slot")
-        namespace[f"_set_{field.name}"] = descriptor.__set__
+        if twin is None:
+            namespace[f"_set_{field.name}"] = descriptor.__set__
         if field.name in names:
             value = field.name
         elif field.default is attrs.NOTHING:
