@@ -273,6 +273,67 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         buf.append(event)
         return True
 
+    def offer_many(self, events: Sequence[T]) -> int:
+        """`offer` a run of events that do not complete the stream, in order, in one call:
+        returns how many were taken, a prefix of ``events``; the rest found no room and must
+        be pushed (``await push``) in order before anything else.
+
+        For a producer that builds several events between two checkpoints (the faux streams
+        up to ``yield_every`` deltas so). Nobody can tell it from one `offer` per event: no
+        other task runs in between, an inline handler sees each event in turn, and once it
+        wakes the consumer (an awaitable, an exception, a cancellation) the rest is buffered.
+        """
+        n = len(events)
+        if self._done or self._consumer_closed:
+            return n
+        i = 0
+        receiver = self._receiver
+        inline = self._inline
+        if receiver is not None and inline is not None:
+            self._inline_abort = None  # see offer: no other task runs until we reset it
+            rest: Any = None
+            try:
+                for event in events:
+                    i += 1
+                    rest = inline(event)
+                    if rest is not None or self._inline_abort:
+                        break
+            except Exception as exc:
+                self._inline_abort = False
+                self._receiver = None
+                trio.lowlevel.reschedule(receiver, outcome.Error(exc))
+            else:
+                aborted = self._inline_abort
+                self._inline_abort = False
+                if rest is None:
+                    if not aborted:
+                        return i  # all handled: the consumer stays parked
+                    self._receiver = None
+                    wake(receiver)
+                elif rest is NOT_TAKEN:
+                    i -= 1  # buffered below, and the consumer woken
+                else:
+                    self._receiver = None
+                    trio.lowlevel.reschedule(receiver, outcome.Value(rest))
+            if self._done or self._consumer_closed:  # a handler may have closed it
+                return n
+        buf = self._buffer
+        receiver = self._receiver
+        if receiver is not None and i < n:  # parked on an empty buffer: takes one regardless
+            self._receiver = None
+            buf.append(events[i])
+            i += 1
+            wake(receiver)
+        room = self._max_buffer - len(buf)
+        if room > 0 and i < n:
+            if i == 0 and room >= n:
+                buf.extend(events)
+                return n
+            part = events[i : i + room]
+            buf.extend(part)
+            i += len(part)
+        return i
+
     def end(self, result: R | None = None) -> None:
         """Finish the stream; the consumer's iteration ends once the buffer drains.
 

@@ -81,12 +81,14 @@ DEFAULT_MODEL_ID: Final = "faux-1"
 DEFAULT_MODEL_NAME: Final = "Faux Model"
 DEFAULT_BASE_URL: Final = "http://localhost:0"
 DEFAULT_TOKEN_SIZE: Final = (3, 5)
+"""pi's default: each chunk is 3 to 5 "tokens" of 4 characters."""
 DEFAULT_YIELD_EVERY: Final = 64
 """Chunks an unlimited-speed stream sends between two checkpoints. pi waits one *microtask*
 per chunk, which lets its consumer run but never the event loop's timers or I/O; a Trio
 checkpoint is a full scheduler pass (~6 us, more than the chunk itself). Every subscriber still
 sees every event in order; other tasks wait at most 64 chunks (~0.2 ms) for their turn."""
-"""pi's default: each chunk is 3 to 5 "tokens" of 4 characters."""
+OFFER_BATCH: Final = 64
+"""At most this many deltas are built before they are handed over (``yield_every=0``)."""
 NO_MORE_RESPONSES: Final = "No more faux responses queued"
 
 ResponseFactory: TypeAlias = Callable[
@@ -548,8 +550,10 @@ class FauxProvider:
         await emit(event)
         tps = self._tps
         every = self._yield_every
-        # A countdown across the blocks, not a modulo per chunk; 0: never (countdown < 0).
-        countdown = every if every else -1
+        # A countdown across the blocks, not a modulo per chunk: a checkpoint every `every`
+        # chunks (0: none), the batched deltas handed over at least every `period`.
+        period = every if every else OFFER_BATCH
+        countdown = period
         min_size, max_size, rng = self._min, self._max, self._rng
         # Partial blocks carry no signatures, as in pi: the final message has them.
         for block in message.content:
@@ -579,13 +583,19 @@ class FauxProvider:
                 if sole is not None:
                     # The usual answer, one block: its snapshots built here, without a
                     # call per token (what builder.snapshot() returns in this case).
+                    # The deltas between two checkpoints go over in one offer_many.
                     header = builder.header
                     count = len(sole.chunks)
+                    batch: list[AssistantMessageEvent] = []
+                    add = batch.append
                     for chunk in chunks:
                         countdown -= 1
                         if countdown == 0:
-                            countdown = every
-                            await trio.lowlevel.checkpoint()
+                            countdown = period
+                            if batch:
+                                await _offer_all(out, batch)
+                            if every:
+                                await trio.lowlevel.checkpoint()
                         append(chunk)
                         count += 1
                         partial = new_compact_snapshot(PartialAssistantMessage)
@@ -594,15 +604,16 @@ class FauxProvider:
                         partial._count = count
                         partial._parse_args = None
                         partial._content = None
-                        item = make(index, chunk, partial)
-                        if not offer(item):
-                            await out.push(item)
+                        add(make(index, chunk, partial))
+                    if batch:
+                        await _offer_all(out, batch)
                 else:
                     for chunk in chunks:
                         countdown -= 1
                         if countdown == 0:
-                            countdown = every
-                            await trio.lowlevel.checkpoint()
+                            countdown = period
+                            if every:
+                                await trio.lowlevel.checkpoint()
                         append(chunk)
                         item = make(index, chunk, snapshot())
                         if not offer(item):
@@ -621,6 +632,14 @@ class FauxProvider:
         else:
             event = _done_event(stop_reason, message)
         await emit(event)
+
+
+async def _offer_all(out: AssistantMessageEventStream, batch: list[AssistantMessageEvent]) -> None:
+    """Hand ``batch`` to the consumer in order, waiting for room as `push` does, and empty it."""
+    taken = out.offer_many(batch)
+    for item in batch[taken:] if taken < len(batch) else ():
+        await out.push(item)
+    batch.clear()
 
 
 def register_faux_provider(

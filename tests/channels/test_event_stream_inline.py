@@ -217,3 +217,103 @@ async def test_a_handler_that_cancels_its_consumer_wakes_it_once(outcome: str) -
         assert stream.offer(Ev("delta", 1))
     assert ended == (["handler failed"] if outcome == "raises" else ["cancelled"])
     assert finished == (["finally ran"] if outcome == "awaitable" else [])
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    kinds=st.lists(st.sampled_from(["delta", "delta", "other", "await"]), max_size=12),
+    max_buffer=st.integers(min_value=0, max_value=4),
+    waiting=st.booleans(),
+    cancel_at=st.one_of(st.none(), st.integers(min_value=0, max_value=11)),
+)
+def test_offer_many_is_one_offer_per_event(
+    kinds: list[str], max_buffer: int, waiting: bool, cancel_at: int | None
+) -> None:
+    """offer_many takes the same prefix that one offer per event would, and the consumer sees
+    the same thing: which events were handled inline and which in its task, in what order,
+    after how many wake-ups; a handler that leaves an awaitable or cancels its consumer midway
+    included."""
+
+    async def scenario(batched: bool) -> list[object]:
+        stream = make_stream(max_buffer=max_buffer)
+        consumer = Consumer(stream)
+        notes: list[str] = []
+        scope = trio.CancelScope()
+
+        async def finish(value: int) -> None:
+            await trio.lowlevel.checkpoint()
+            notes.append(f"finished {value}")
+
+        def inline(event: Ev) -> Any:
+            if event.value == cancel_at:
+                scope.cancel()
+            if event.kind == "await":
+                consumer.got.append(("inline", event))
+                return finish(event.value)
+            return Consumer.inline(consumer, event)
+
+        consumer.inline = inline  # type: ignore[method-assign]
+
+        async def consume() -> None:
+            with scope:
+                await consumer.run()
+            if scope.cancelled_caught:
+                notes.append("consumer cancelled")
+
+        def seen() -> list[tuple[str, int]]:
+            return [(where, event.value) for where, event in consumer.got]
+
+        events = [Ev(kind, i) for i, kind in enumerate(kinds)]
+        observed: list[object] = []
+        async with trio.open_nursery() as nursery:
+            if waiting:
+                nursery.start_soon(consume)
+                await trio.testing.wait_all_tasks_blocked()
+            if batched:
+                taken = stream.offer_many(events)
+            else:
+                taken = 0
+                for event in events:
+                    if not stream.offer(event):
+                        break
+                    taken += 1
+            # Right after the offers, and once the consumer (the only other task) is done
+            # with what they gave it: the rest depends on how Trio orders two busy tasks.
+            observed += [taken, seen(), stream.statistics().buffered, list(notes)]
+            await trio.testing.wait_all_tasks_blocked()
+            observed += [consumer.wake_ups, seen(), list(notes)]
+            if not waiting:
+                nursery.start_soon(consume)
+            for event in events[taken:]:
+                if scope.cancel_called:
+                    break  # nobody reads any more: a push could wait for room for ever
+                await stream.push(event)
+            stream.end(0)
+        observed += [seen(), notes]
+        return observed
+
+    one_by_one = trio.run(scenario, False)
+    batched = trio.run(scenario, True)
+    assert batched == one_by_one
+
+
+async def test_offer_many_after_the_end_or_close_drops_everything() -> None:
+    """As offer does: everything counts as taken and nothing is buffered once the stream ended
+    or its consumer left."""
+    ended = make_stream()
+    ended.end(1)
+    assert ended.offer_many([Ev("delta", 1), Ev("delta", 2)]) == 2
+    assert ended.statistics().buffered == 0
+    closed = make_stream()
+    closed.close()
+    assert closed.offer_many([Ev("delta", 1)]) == 1
+    assert closed.statistics().buffered == 0
+
+
+async def test_offer_many_buffers_up_to_the_room_left() -> None:
+    """Without a waiting consumer the prefix that fits is buffered and its length returned."""
+    stream = make_stream(max_buffer=3)
+    assert stream.offer(Ev("delta", 0))
+    assert stream.offer_many([Ev("delta", i) for i in range(1, 6)]) == 2
+    assert [e.value for e in stream.receive_all_nowait()] == [0, 1, 2]
+    assert stream.offer_many([]) == 0

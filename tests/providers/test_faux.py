@@ -30,6 +30,7 @@ from pitrio.providers import (
     faux_thinking,
     faux_tool_call,
     register_faux_provider,
+    start_stream,
     stream_simple,
 )
 from pitrio.providers._codec import PROVIDERS_CODEC
@@ -353,3 +354,37 @@ async def test_unlimited_stream_lets_other_tasks_run_every_few_chunks(
     # Trio may order a batch's tasks either way: a burst, the consumer's drain of the one
     # before it and one more, at most, between two runs of the ticker.
     assert max(gaps) <= 3 * DEFAULT_YIELD_EVERY
+
+
+@pytest.mark.parametrize("yield_every", [0, 1, 7, DEFAULT_YIELD_EVERY])
+@pytest.mark.parametrize("max_buffer", [0, 1, 5, 200])
+async def test_batched_deltas_arrive_whole_and_in_order_for_any_buffer(
+    registry: ProviderRegistry, yield_every: int, max_buffer: int
+) -> None:
+    """The unlimited stream hands its deltas over in batches (offer_many): a consumer that
+    reads slowly, through a buffer smaller or larger than a batch, still gets every delta once,
+    in order, each with the partial message as it was at that delta."""
+    faux = register_faux_provider(
+        api="faux", token_size=(1, 1), registry=registry, yield_every=yield_every
+    )
+    text = "".join(f"{i:04d}" for i in range(300))  # 300 deltas of 4 characters
+    faux.set_responses([faux_assistant_message(text)])
+    model = faux.get_model()
+    assert model is not None
+    deltas: list[str] = []
+    partial_texts: list[str] = []
+    async with trio.open_nursery() as nursery:
+        events = start_stream(
+            nursery, model, Context(messages=()), registry=registry, max_buffer=max_buffer
+        )
+        async for event in events:
+            if isinstance(event, TextDeltaEvent):
+                deltas.append(event.delta)
+                block = event.partial.content[0]
+                assert isinstance(block, TextContent)
+                partial_texts.append(block.text)
+                if len(deltas) % 3 == 0:
+                    await trio.lowlevel.checkpoint()  # a slow reader: the producer waits
+    assert deltas == [f"{i:04d}" for i in range(300)]
+    assert partial_texts == ["".join(deltas[: i + 1]) for i in range(300)]
+    assert (await events.result()).content == (TextContent(text=text),)
