@@ -52,7 +52,7 @@ FINAL_TEXT_CHARS = 800
 
 async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
     faux, registry = setup_faux(yield_every=args.yield_every)
-    respond = tool_then_text(make_text(FINAL_TEXT_CHARS))
+    respond = tool_then_text(make_text(args.final_chars))
     counts = {"events": 0, "text_deltas": 0, "turns": 0, "tool_executions": 0}
 
     def listener(event: AgentEvent) -> None:
@@ -118,6 +118,7 @@ def _prompt_report(
     return {
         "wall_s": round(wall, 4),
         "prompts": args.prompts,
+        "final_chars": args.final_chars,
         **counts,
         "events_per_prompt": round(counts["events"] / args.prompts, 2),
         "prompts_per_s": round(args.prompts / wall, 1),
@@ -133,7 +134,7 @@ def _prompt_report(
 async def run_session(args: argparse.Namespace) -> dict[str, Any]:
     faux, registry = setup_faux(yield_every=args.yield_every)
     factory = SessionFactory(faux, registry)
-    respond = tool_then_text(make_text(FINAL_TEXT_CHARS))
+    respond = tool_then_text(make_text(args.final_chars))
     counts = {"events": 0, "text_deltas": 0, "turns": 0, "tool_executions": 0}
 
     def listener(event: Any) -> None:
@@ -191,7 +192,7 @@ async def run_provider(args: argparse.Namespace) -> dict[str, Any]:
     faux, registry = setup_faux(yield_every=args.yield_every)
     model = faux.get_model()
     assert model is not None
-    respond = tool_then_text(make_text(FINAL_TEXT_CHARS))
+    respond = tool_then_text(make_text(args.final_chars))
     tool = echo_tool().to_tool()
     user = UserMessage(
         content=[TextContent(text="prompt: please echo hello world")], timestamp=now_ms()
@@ -231,6 +232,7 @@ async def run_provider(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "wall_s": round(wall, 4),
         "prompts": args.prompts,
+        "final_chars": args.final_chars,
         "llm_calls": 2 * args.prompts,
         "events": events,
         "prompts_per_s": round(args.prompts / wall, 1),
@@ -272,6 +274,13 @@ def main() -> None:
         default=DEFAULT_YIELD_EVERY,
         help="faux checkpoints every N deltas (default %(default)s; 1 = a scheduler pass per "
         "delta; 0 = on backpressure)",
+    )
+    parser.add_argument(
+        "--final-chars",
+        type=int,
+        default=FINAL_TEXT_CHARS,
+        help="characters of the final answer (default %(default)s, pi's; 4 leaves the fixed "
+        "cost of a prompt or call: the difference per delta is the streaming cost)",
     )
     trio.run(main_async, parser.parse_args())
 
