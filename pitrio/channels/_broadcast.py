@@ -324,12 +324,15 @@ class Broadcast(Generic[T]):
         `trio.ClosedResourceError`.
     """
 
-    __slots__ = ("_closed", "_holder", "_locked", "_subscribers", "_waiting_publishers")
+    __slots__ = ("_closed", "_holder", "_locked", "_sole", "_subscribers", "_waiting_publishers")
 
     def __init__(self) -> None:
         # Replaced, never mutated (copy-on-write), so publish iterates without copying and
-        # (un)subscribing during delivery cannot disturb the iteration.
+        # (un)subscribing during delivery cannot disturb the iteration. Set through
+        # _set_subscribers, which keeps _sole: the one callback when it is the only
+        # subscriber (an agent's bus with its one listener), served without the loop.
         self._subscribers: tuple[_Callback[T] | Subscription[T], ...] = ()
+        self._sole: _Callback[T] | None = None
         # Whether a publish is delivering; the task awaiting an async callback in it (None
         # otherwise); the publishes queued behind it (FIFO).
         self._locked = False
@@ -359,7 +362,7 @@ class Broadcast(Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("the broadcast was closed")
         entry = _Callback(self, callback)
-        self._subscribers = (*self._subscribers, entry)
+        self._set_subscribers((*self._subscribers, entry))
         return entry.unsubscribe
 
     @asynccontextmanager
@@ -391,7 +394,7 @@ class Broadcast(Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("the broadcast was closed")
         subscription = Subscription(self, max_buffer, policy)
-        self._subscribers = (*self._subscribers, subscription)
+        self._set_subscribers((*self._subscribers, subscription))
         try:
             yield subscription
         finally:
@@ -421,6 +424,21 @@ class Broadcast(Generic[T]):
             raise trio.ClosedResourceError("the broadcast was closed")
         if self._locked:
             return self._publish_queued(event)
+        sole = self._sole
+        if sole is not None:  # what the loop below does for a lone callback
+            self._locked = True
+            try:
+                awaitable = sole.callback(event)
+            except Exception:
+                log.exception("subscriber_failed", subscriber=sole.callback)
+                awaitable = None
+            except BaseException:
+                self._locked = False
+                raise
+            if awaitable is not None:  # _finish takes the lock over
+                return self._finish(event, (sole,), 1, sole, awaitable)
+            self._locked = False
+            return DELIVERED
         subscribers = self._subscribers
         # Locked during the delivery too: a sync callback calling publish on this broadcast
         # gets a queued publish (it cannot await it), never a nested, out-of-order delivery.
@@ -526,7 +544,8 @@ class Broadcast(Generic[T]):
         if self._closed:
             return
         self._closed = True
-        subscribers, self._subscribers = self._subscribers, ()
+        subscribers = self._subscribers
+        self._set_subscribers(())
         for entry in subscribers:
             if isinstance(entry, _Callback):
                 entry.active = False
@@ -543,7 +562,12 @@ class Broadcast(Generic[T]):
         )
 
     def _remove(self, entry: _Callback[T] | Subscription[T]) -> None:
-        self._subscribers = tuple(e for e in self._subscribers if e is not entry)
+        self._set_subscribers(tuple(e for e in self._subscribers if e is not entry))
+
+    def _set_subscribers(self, subscribers: tuple[_Callback[T] | Subscription[T], ...]) -> None:
+        self._subscribers = subscribers
+        sole = subscribers[0] if len(subscribers) == 1 else None
+        self._sole = sole if type(sole) is _Callback else None
 
 
 def _position(subscribers: tuple[object, ...], entry: object) -> int:

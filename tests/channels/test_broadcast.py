@@ -624,3 +624,44 @@ async def test_a_queued_publish_awaited_after_the_lock_was_released_still_delive
         await second
         await bus.publish(3)
     assert seen == [1, 2, 3]
+
+
+async def test_a_lone_callback_is_served_as_any_callback(autojump_clock):
+    """With one callback subscribed (an agent and its listener) publish serves it without its
+    loop, and nothing else changes: a raise is logged and the next event still delivered, an
+    async callback is awaited, unsubscribing stops it, and a callback left alone after another
+    one left is served alone."""
+    broadcast: Broadcast[int] = Broadcast()
+    seen: list[int] = []
+
+    def boom(event: int) -> None:
+        seen.append(event)
+        if event == 1:
+            raise ValueError("boom")
+
+    unsubscribe = broadcast.subscribe(boom)
+    with capture_logs() as logs:
+        await broadcast.publish(1)
+        await broadcast.publish(2)
+    assert seen == [1, 2]
+    assert [(log["event"], log["subscriber"]) for log in logs] == [("subscriber_failed", boom)]
+    unsubscribe()
+    await broadcast.publish(3)
+    assert seen == [1, 2]
+
+    async def slow(event: int) -> None:
+        await trio.sleep(1)
+        seen.append(-event)
+
+    broadcast.subscribe(slow)
+    await broadcast.publish(4)  # returns after the sleep: the callback was awaited
+    assert seen == [1, 2, -4]
+    unsubscribe_other = broadcast.subscribe(seen.append)
+    await broadcast.publish(5)
+    assert seen == [1, 2, -4, -5, 5]
+    unsubscribe_other()
+    await broadcast.publish(6)
+    assert seen == [1, 2, -4, -5, 5, -6]
+    broadcast.close()
+    with pytest.raises(trio.ClosedResourceError):
+        await broadcast.publish(7)
