@@ -84,8 +84,7 @@ def jobs(quick: bool) -> list[Job]:
     turns = "50" if quick else "200"
     runs = "3" if quick else "10"
 
-    def loop(mode: str, *extra: str) -> Job:
-        suffix = "_y1" if extra else ""
+    def loop(mode: str, *extra: str, suffix: str = "") -> Job:
         job = Job(
             f"loop_overhead/{mode}{suffix}",
             (
@@ -100,8 +99,9 @@ def jobs(quick: bool) -> list[Job]:
 
     return [
         loop("reset"),
-        loop("reset", "--yield-every", "1"),
+        loop("reset", "--yield-every", "1", suffix="_y1"),
         loop("provider"),
+        loop("provider", "--call", "start_stream", suffix="_started"),
         loop("session"),
         loop("session-accumulate"),
         Job(
@@ -164,6 +164,9 @@ def rows(quick: bool) -> list[Row]:
             key("prompts_per_s"), key("prompts_per_s"), True, pitrio_job="loop_overhead/reset_y1"),
         Row("faux provider alone, µs per LLM call (1)", "loop_overhead/provider", per_call,
             per_call, False),
+        Row("  same, pitrio via start_stream in one nursery, as pi's detached call (1)",
+            "loop_overhead/provider", per_call, per_call, False,
+            pitrio_job="loop_overhead/provider_started"),
         Row("fresh AgentSession per prompt, prompts/s (1)", "loop_overhead/session",
             key("prompts_per_s"), key("prompts_per_s"), True),
         Row(f"one AgentSession, {prompts} prompts kept, prompts/s (1)",

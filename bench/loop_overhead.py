@@ -32,6 +32,7 @@ from pitrio.providers import (
     ToolResultMessage,
     UserMessage,
     now_ms,
+    start_stream,
     stream_simple,
 )
 
@@ -211,7 +212,7 @@ async def run_provider(args: argparse.Namespace) -> dict[str, Any]:
         system_prompt=SYSTEM_PROMPT, messages=[user, call_message, result], tools=[tool]
     )
 
-    async def one() -> int:
+    async def one_scoped() -> int:
         faux.append_responses([respond, respond])
         events = 0
         for context in (first, second):
@@ -220,19 +221,35 @@ async def run_provider(args: argparse.Namespace) -> dict[str, Any]:
                     events += 1
         return events
 
-    for _ in range(args.warmup):
-        await one()
+    async def one_started() -> int:
+        # pi's streamSimple() returns at once and a detached promise feeds the stream; the
+        # Trio form of that is a task in a nursery the caller already has (start_stream),
+        # not abortable on its own (pi's call without a signal): no nursery and no cancel
+        # scope per call.
+        faux.append_responses([respond, respond])
+        events = 0
+        for context in (first, second):
+            stream = start_stream(calls, model, context, registry=registry, abortable=False)
+            async for _ in stream:
+                events += 1
+        return events
+
+    one = one_started if args.call == "start_stream" else one_scoped
     latencies = []
     events = 0
-    for _ in range(args.prompts):
-        start = time.perf_counter()
-        events += await one()
-        latencies.append(time.perf_counter() - start)
+    async with trio.open_nursery() as calls:
+        for _ in range(args.warmup):
+            await one()
+        for _ in range(args.prompts):
+            start = time.perf_counter()
+            events += await one()
+            latencies.append(time.perf_counter() - start)
     wall = sum(latencies)
     return {
         "wall_s": round(wall, 4),
         "prompts": args.prompts,
         "final_chars": args.final_chars,
+        "call": args.call,
         "llm_calls": 2 * args.prompts,
         "events": events,
         "prompts_per_s": round(args.prompts / wall, 1),
@@ -274,6 +291,13 @@ def main() -> None:
         default=DEFAULT_YIELD_EVERY,
         help="faux checkpoints every N deltas (default %(default)s; 1 = a scheduler pass per "
         "delta; 0 = on backpressure)",
+    )
+    parser.add_argument(
+        "--call",
+        choices=["stream_simple", "start_stream"],
+        default="stream_simple",
+        help="provider mode: each call in its own `async with stream_simple` (default), or "
+        "start_stream into one nursery, not abortable on its own (pi's detached call)",
     )
     parser.add_argument(
         "--final-chars",
