@@ -620,9 +620,11 @@ class Agent:
         one call per token instead of three): a delta becomes its ``message_update``, state
         first, then delivery. Returns None once delivered, the delivery to finish when a
         subscriber must be awaited, `NOT_TAKEN` for any other event; a delta that comes before
-        the message's start (no message streaming yet) is ignored."""
+        the message's start (no message streaming yet), or after the run was aborted, is
+        ignored: the provider stops only at its next checkpoint, and what it streamed until
+        then (up to a faux burst, or the rest of a network read) is not delivered."""
         if type(event) in UPDATE_KINDS:
-            if self._stream_message is None:
+            if self._stream_message is None or self._run is None or self._run.aborted:
                 return None
             partial = event.partial
             self._stream_message = partial

@@ -96,3 +96,44 @@ async def test_a_subscriber_aborting_from_a_delta_stops_the_paced_run(
     assert types[-3:] == ["message_end", "turn_end", "agent_end"]
     if with_async_subscriber:
         assert later_types[-3:] == ["message_end", "turn_end", "agent_end"]
+
+
+@pytest.mark.parametrize("with_async_subscriber", [False, True])
+async def test_no_delta_is_delivered_after_an_abort_at_unlimited_speed(
+    with_async_subscriber: bool,
+) -> None:
+    """At unlimited speed the faux streams a burst of deltas between two checkpoints, and stops
+    only at the next one: a subscriber aborting on the fifth delta still sees no sixth (it saw
+    64 or 127 before), then the closing events; the transcript ends aborted."""
+    faux, registry = make_faux()
+    faux.set_responses([assistant("abcd" * 400)])
+    deltas: list[Any] = []
+    types: list[str] = []
+    later_deltas: list[Any] = []
+    async with open_agent(model=faux.get_model(), registry=registry) as agent:
+
+        def listener(event: AgentEvent) -> None:
+            types.append(event.type)
+            if isinstance(event, MessageUpdateEvent):
+                deltas.append(event)
+                if len(deltas) == 5:
+                    agent.abort()
+
+        agent.subscribe(listener)
+        if with_async_subscriber:
+
+            async def later(event: AgentEvent) -> None:
+                await trio.lowlevel.checkpoint()
+                if isinstance(event, MessageUpdateEvent):
+                    later_deltas.append(event)
+
+            agent.subscribe(later)
+        with trio.fail_after(10):
+            await agent.prompt("talk")
+    last = agent.messages[-1]
+    assert last.stop_reason == "aborted"  # type: ignore[union-attr]
+    assert len(deltas) == 5
+    assert types[-3:] == ["message_end", "turn_end", "agent_end"]
+    if with_async_subscriber:
+        # Its delivery of the fifth was cancelled at its checkpoint (the abort landed there).
+        assert later_deltas == deltas[:4]
