@@ -3,8 +3,6 @@ subscriber, sync or async, still sees the same events in the same order as an un
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 import trio.testing
@@ -58,6 +56,43 @@ async def test_paced_and_unpaced_runs_deliver_the_same_events(
     assert sum(isinstance(e, MessageUpdateEvent) for e in paced_sync) > 20
 
 
+async def _abort_on_fifth_delta(
+    tokens_per_second: float | None, text: str, with_async_subscriber: bool
+) -> tuple[list[AgentEvent], list[AgentEvent]]:
+    """Run one prompt whose sync subscriber calls agent.abort() on the fifth delta, with an
+    async subscriber after it or not; return what each saw. The run must end aborted."""
+    faux, registry = make_faux(tokens_per_second=tokens_per_second)
+    faux.set_responses([assistant(text)])
+    seen: list[AgentEvent] = []
+    later_seen: list[AgentEvent] = []
+    async with open_agent(model=faux.get_model(), registry=registry) as agent:
+
+        def listener(event: AgentEvent) -> None:
+            seen.append(event)
+            if sum(isinstance(e, MessageUpdateEvent) for e in seen) == 5 and isinstance(
+                event, MessageUpdateEvent
+            ):
+                agent.abort()
+
+        agent.subscribe(listener)
+        if with_async_subscriber:
+
+            async def later(event: AgentEvent) -> None:
+                await trio.lowlevel.checkpoint()
+                later_seen.append(event)
+
+            agent.subscribe(later)
+        with trio.fail_after(10):
+            await agent.prompt("talk")
+    last = agent.messages[-1]
+    assert last.stop_reason == "aborted"  # type: ignore[union-attr]
+    return seen, later_seen
+
+
+def _updates(events: list[AgentEvent]) -> list[AgentEvent]:
+    return [e for e in events if isinstance(e, MessageUpdateEvent)]
+
+
 @pytest.mark.parametrize("with_async_subscriber", [False, True])
 async def test_a_subscriber_aborting_from_a_delta_stops_the_paced_run(
     autojump_clock: trio.testing.MockClock, with_async_subscriber: bool
@@ -65,37 +100,12 @@ async def test_a_subscriber_aborting_from_a_delta_stops_the_paced_run(
     """agent.abort() called by a sync subscriber on the fifth delta (run in the provider's
     task) ends the run as aborted, with no delta after the next one; with an async subscriber
     after it, the delivery the loop has to finish is finished before the abort lands."""
-    faux, registry = make_faux(tokens_per_second=50)
-    faux.set_responses([assistant("abcd" * 40)])
-    deltas: list[Any] = []
-    types: list[str] = []
-    later_types: list[str] = []
-    async with open_agent(model=faux.get_model(), registry=registry) as agent:
-
-        def listener(event: AgentEvent) -> None:
-            types.append(event.type)
-            if isinstance(event, MessageUpdateEvent):
-                deltas.append(event)
-                if len(deltas) == 5:
-                    agent.abort()
-
-        agent.subscribe(listener)
-        if with_async_subscriber:
-
-            async def later(event: AgentEvent) -> None:
-                await trio.lowlevel.checkpoint()
-                later_types.append(event.type)
-
-            agent.subscribe(later)
-        with trio.fail_after(10):
-            await agent.prompt("talk")
-    last = agent.messages[-1]
-    assert last.stop_reason == "aborted"  # type: ignore[union-attr]
-    assert 5 <= len(deltas) <= 6
+    seen, later_seen = await _abort_on_fifth_delta(50, "abcd" * 40, with_async_subscriber)
+    assert 5 <= len(_updates(seen)) <= 6
     # The closing events were delivered, not skipped for a delivery left unfinished.
-    assert types[-3:] == ["message_end", "turn_end", "agent_end"]
+    assert [e.type for e in seen[-3:]] == ["message_end", "turn_end", "agent_end"]
     if with_async_subscriber:
-        assert later_types[-3:] == ["message_end", "turn_end", "agent_end"]
+        assert [e.type for e in later_seen[-3:]] == ["message_end", "turn_end", "agent_end"]
 
 
 @pytest.mark.parametrize("with_async_subscriber", [False, True])
@@ -105,35 +115,9 @@ async def test_no_delta_is_delivered_after_an_abort_at_unlimited_speed(
     """At unlimited speed the faux streams a burst of deltas between two checkpoints, and stops
     only at the next one: a subscriber aborting on the fifth delta still sees no sixth (it saw
     64 or 127 before), then the closing events; the transcript ends aborted."""
-    faux, registry = make_faux()
-    faux.set_responses([assistant("abcd" * 400)])
-    deltas: list[Any] = []
-    types: list[str] = []
-    later_deltas: list[Any] = []
-    async with open_agent(model=faux.get_model(), registry=registry) as agent:
-
-        def listener(event: AgentEvent) -> None:
-            types.append(event.type)
-            if isinstance(event, MessageUpdateEvent):
-                deltas.append(event)
-                if len(deltas) == 5:
-                    agent.abort()
-
-        agent.subscribe(listener)
-        if with_async_subscriber:
-
-            async def later(event: AgentEvent) -> None:
-                await trio.lowlevel.checkpoint()
-                if isinstance(event, MessageUpdateEvent):
-                    later_deltas.append(event)
-
-            agent.subscribe(later)
-        with trio.fail_after(10):
-            await agent.prompt("talk")
-    last = agent.messages[-1]
-    assert last.stop_reason == "aborted"  # type: ignore[union-attr]
-    assert len(deltas) == 5
-    assert types[-3:] == ["message_end", "turn_end", "agent_end"]
+    seen, later_seen = await _abort_on_fifth_delta(None, "abcd" * 400, with_async_subscriber)
+    assert len(_updates(seen)) == 5
+    assert [e.type for e in seen[-3:]] == ["message_end", "turn_end", "agent_end"]
     if with_async_subscriber:
         # Its delivery of the fifth was cancelled at its checkpoint (the abort landed there).
-        assert later_deltas == deltas[:4]
+        assert _updates(later_seen) == _updates(seen)[:4]
