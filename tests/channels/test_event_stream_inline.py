@@ -221,7 +221,7 @@ async def test_a_handler_that_cancels_its_consumer_wakes_it_once(outcome: str) -
 
 @settings(deadline=None, max_examples=150)
 @given(
-    kinds=st.lists(st.sampled_from(["delta", "delta", "other", "await"]), max_size=12),
+    kinds=st.lists(st.sampled_from(["delta", "delta", "other", "await", "raise"]), max_size=12),
     max_buffer=st.integers(min_value=0, max_value=4),
     waiting=st.booleans(),
     cancel_at=st.one_of(st.none(), st.integers(min_value=0, max_value=11)),
@@ -232,7 +232,7 @@ def test_offer_many_is_one_offer_per_event(
     """offer_many takes the same prefix that one offer per event would, and the consumer sees
     the same thing: which events were handled inline and which in its task, in what order,
     after how many wake-ups; a handler that leaves an awaitable or cancels its consumer midway
-    included."""
+    included, and one that raises."""
 
     async def scenario(batched: bool) -> list[object]:
         stream = make_stream(max_buffer=max_buffer)
@@ -250,13 +250,19 @@ def test_offer_many_is_one_offer_per_event(
             if event.kind == "await":
                 consumer.got.append(("inline", event))
                 return finish(event.value)
+            if event.kind == "raise":
+                raise ValueError(f"handler failed on {event.value}")
             return Consumer.inline(consumer, event)
 
         consumer.inline = inline  # type: ignore[method-assign]
 
         async def consume() -> None:
             with scope:
-                await consumer.run()
+                try:
+                    await consumer.run()
+                except ValueError as exc:  # the handler's, raised in the consumer's task
+                    notes.append(str(exc))
+                    return
             if scope.cancelled_caught:
                 notes.append("consumer cancelled")
 
@@ -285,7 +291,7 @@ def test_offer_many_is_one_offer_per_event(
             if not waiting:
                 nursery.start_soon(consume)
             for event in events[taken:]:
-                if scope.cancel_called:
+                if scope.cancel_called or any("failed" in note for note in notes):
                     break  # nobody reads any more: a push could wait for room for ever
                 await stream.push(event)
             stream.end(0)
