@@ -106,6 +106,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_receiver",
         "_result",
         "_send_closed",
+        "_waiting",
         "_writers",
     )
 
@@ -140,6 +141,9 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # Made by the first producer that has to wait for room (most streams never do: two
         # objects fewer per LLM call for the cyclic collector to walk).
         self._writers: trio.lowlevel.ParkingLot | None = None
+        # How many producers are parked in _writers: an int's truth where the lot's own is a
+        # Python ``__bool__`` call, and the consumer asks once per event it takes.
+        self._waiting = 0
         # _send_closed: nothing more will be buffered (completion buffered or end() called).
         self._send_closed = False
         self._consumer_closed = False
@@ -189,7 +193,12 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             writers = self._writers
             if writers is None:
                 writers = self._writers = trio.lowlevel.ParkingLot()
-            await writers.park()
+            self._waiting += 1
+            try:
+                await writers.park()  # the consumer counted us out when it unparked us
+            except BaseException:
+                self._waiting -= 1  # cancelled while parked: the lot let go of us
+                raise
         if not parked:
             await trio.lowlevel.cancel_shielded_checkpoint()
 
@@ -363,8 +372,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
 
     def _close_send(self) -> None:
         self._send_closed = True
-        if self._writers:
-            self._writers.unpark_all()
+        if self._waiting:
+            self._unpark_all()
         receiver = self._receiver
         if receiver is not None:
             self._receiver = None
@@ -411,8 +420,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         buf = self._buffer
         if buf:
             event = buf.popleft()
-            if self._writers:
-                self._writers.unpark()
+            if self._waiting:
+                self._unpark_one()
             return event
         if self._consumer_closed:
             raise trio.ClosedResourceError("the event stream's consumer side was closed")
@@ -439,8 +448,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             return ()
         events = list(buf)
         buf.clear()
-        if self._writers:
-            self._writers.unpark_all()
+        if self._waiting:
+            self._unpark_all()
         return events
 
     @property
@@ -467,8 +476,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         """
         if self._buffer or self._send_closed or self._consumer_closed:
             return READY
-        if self._writers:
-            self._writers.unpark()  # max_buffer=0: the waiting producer hands over to us
+        if self._waiting:
+            self._unpark_one()  # max_buffer=0: the waiting producer hands over to us
         self._inline = inline
         self._receiver = trio.lowlevel.current_task()
         park = self._park
@@ -493,8 +502,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         if self._consumer_closed:
             raise trio.ClosedResourceError("the event stream's consumer side was closed")
         event = buf.popleft()
-        if self._writers:
-            self._writers.unpark()
+        if self._waiting:
+            self._unpark_one()
         return event
 
     async def aclose(self) -> None:
@@ -513,8 +522,16 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._buffer.clear()
         self._park = None
         self._inline = None
-        if self._writers:
-            self._writers.unpark_all()
+        if self._waiting:
+            self._unpark_all()
+
+    def _unpark_one(self) -> None:
+        if self._writers is not None:
+            self._waiting -= len(self._writers.unpark())
+
+    def _unpark_all(self) -> None:
+        if self._writers is not None:
+            self._waiting -= len(self._writers.unpark_all())
 
     def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
         if self._inline_abort is not False:  # the inline handler runs: offer wakes us after
@@ -530,5 +547,5 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             max_buffer=self._max_buffer,
             done=self._done,
             consumer_closed=self._consumer_closed,
-            producers_waiting=len(self._writers) if self._writers else 0,
+            producers_waiting=self._waiting,
         )

@@ -138,6 +138,7 @@ async def test_full_buffer_blocks_push_until_the_consumer_reads(autojump_clock):
             assert await stream.__anext__() == Ev("delta", 0)
             await trio.testing.wait_all_tasks_blocked()
             assert pushed == [0, 1, 2]
+            assert stream.statistics().producers_waiting == 0
     assert stream.statistics().buffered == 2
 
 
