@@ -635,10 +635,17 @@ class FauxProvider:
 
 
 async def _offer_all(out: AssistantMessageEventStream, batch: list[AssistantMessageEvent]) -> None:
-    """Hand ``batch`` to the consumer in order, waiting for room as `push` does, and empty it."""
+    """Hand ``batch`` to the consumer in order, waiting for room as `push` does, and empty it.
+
+    After a push that waited the consumer has made room again: the rest goes over in one
+    `offer_many`, not a push (and a scheduler pass) per event."""
+    n = len(batch)
     taken = out.offer_many(batch)
-    for item in batch[taken:] if taken < len(batch) else ():
-        await out.push(item)
+    while taken < n:
+        await out.push(batch[taken])
+        taken += 1
+        if taken < n:
+            taken += out.offer_many(batch[taken:])
     batch.clear()
 
 

@@ -388,3 +388,42 @@ async def test_batched_deltas_arrive_whole_and_in_order_for_any_buffer(
     assert deltas == [f"{i:04d}" for i in range(300)]
     assert partial_texts == ["".join(deltas[: i + 1]) for i in range(300)]
     assert (await events.result()).content == (TextContent(text=text),)
+
+
+async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_per_wake_up(
+    registry: ProviderRegistry,
+) -> None:
+    """A burst the consumer's buffer cannot hold (yield_every above the buffer size) waits for
+    room, then hands the consumer as much as fits at once: a scheduler step of the provider
+    per buffer's worth, not one per remaining delta (that made yield_every=1000 ~4x slower)."""
+    faux = register_faux_provider(
+        api="faux", token_size=(1, 1), registry=registry, yield_every=1000
+    )
+    text = "".join(f"{i:04d}" for i in range(400))  # 400 deltas, one burst
+    faux.set_responses([faux_assistant_message(text)])
+    model = faux.get_model()
+    assert model is not None
+    consumer = trio.lowlevel.current_task()
+    steps: dict[str, int] = {"producer": 0}
+
+    class CountSteps(trio.abc.Instrument):
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task.parent_nursery is not None and task.parent_nursery.parent_task is consumer:
+                steps["producer"] += 1
+
+    deltas: list[str] = []
+    instrument = CountSteps()
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        async with trio.open_nursery() as nursery:
+            events = start_stream(
+                nursery, model, Context(messages=()), registry=registry, max_buffer=16
+            )
+            async for event in events:
+                if isinstance(event, TextDeltaEvent):
+                    deltas.append(event.delta)
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+    assert deltas == [f"{i:04d}" for i in range(400)]
+    # 400 deltas through 16 places: ~25 hand-overs; one per delta would be ~385 steps.
+    assert steps["producer"] <= 2 * 400 // 16 + 10
