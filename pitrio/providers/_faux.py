@@ -26,7 +26,7 @@ import orjson
 import trio
 
 from pitrio._awaitable import maybe_await
-from pitrio._fast_init import positional_factory
+from pitrio._fast_init import layout_twin, positional_factory
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
@@ -347,6 +347,12 @@ _tool_call_start: Final = positional_factory(ToolCallStartEvent, ("content_index
 _text_delta: Final = DELTA_FACTORIES[TextDeltaEvent]
 _thinking_delta: Final = DELTA_FACTORIES[ThinkingDeltaEvent]
 _tool_call_delta: Final = DELTA_FACTORIES[ToolCallDeltaEvent]
+_DELTA_TWINS: Final[dict[type, tuple[type | None, str]]] = {
+    cls: (layout_twin(cls), attrs.fields(cls).type.default)
+    for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
+}
+"""Per delta event class: its layout twin (None where CPython refuses one) and its ``type``,
+for the unlimited-speed loop that builds deltas in place (see `positional_factory`)."""
 _text_end: Final = positional_factory(TextEndEvent, ("content_index", "content", "partial"))
 _thinking_end: Final = positional_factory(ThinkingEndEvent, ("content_index", "content", "partial"))
 _tool_call_end: Final = positional_factory(
@@ -562,16 +568,19 @@ class FauxProvider:
                 index = builder.add_text()
                 text = block.text
                 make = _text_delta
+                kind: type = TextDeltaEvent
                 event = _text_start(index, snapshot())
             elif isinstance(block, ThinkingContent):
                 index = builder.add_thinking()
                 text = block.thinking
                 make = _thinking_delta
+                kind = ThinkingDeltaEvent
                 event = _thinking_start(index, snapshot())
             else:
                 index = builder.add_tool_call(id=block.id, name=block.name)
                 text = _json(block.arguments)
                 make = _tool_call_delta
+                kind = ToolCallDeltaEvent
                 event = _tool_call_start(index, snapshot())
             await emit(event)
             chunks = _split(text, min_size, max_size, rng)
@@ -586,6 +595,7 @@ class FauxProvider:
                     # The deltas between two checkpoints go over in one offer_many.
                     header = builder.header
                     count = len(sole.chunks)
+                    twin, type_name = _DELTA_TWINS[kind]
                     batch: list[AssistantMessageEvent] = []
                     add = batch.append
                     for chunk in chunks:
@@ -604,7 +614,19 @@ class FauxProvider:
                         partial._count = count
                         partial._parse_args = None
                         partial._content = None
-                        add(make(index, chunk, partial))
+                        if twin is None:
+                            add(make(index, chunk, partial))
+                            continue
+                        # make(index, chunk, partial) with the factory's body inline: one
+                        # Python frame less per token (-3.7% instructions per faux call).
+                        delta: Any = twin()
+                        delta.type = type_name
+                        delta.content_index = index
+                        delta.delta = chunk
+                        delta.partial = partial
+                        delta.extra = None
+                        delta.__class__ = kind
+                        add(delta)
                     if batch:
                         await _offer_all(out, batch)
                 else:

@@ -3,6 +3,7 @@ subscriber, sync or async, still sees the same events in the same order as an un
 
 from __future__ import annotations
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -121,3 +122,34 @@ async def test_no_delta_is_delivered_after_an_abort_at_unlimited_speed(
     if with_async_subscriber:
         # Its delivery of the fifth was cancelled at its checkpoint (the abort landed there).
         assert _updates(later_seen) == _updates(seen)[:4]
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+async def test_message_updates_built_in_place_equal_the_constructed_ones(
+    monkeypatch: pytest.MonkeyPatch, in_place: bool
+) -> None:
+    """The agent builds each token's ``message_update`` in place (the layout twin, filled,
+    then given its class): it is the frozen event ``MessageUpdateEvent(...)`` makes from the
+    same values, every field set; also through the factory used when no twin exists."""
+    from pitrio.actors import _agent
+
+    if not in_place:
+        monkeypatch.setattr(_agent, "_UPDATE_TWIN", None)
+    faux, registry = make_faux()
+    faux.set_responses([tool_then_text([call("t1", "hello there")], "abcd" * 60)] * 2)
+    seen = Recorder()
+    async with open_agent(model=faux.get_model(), registry=registry, tools=[echo_tool()]) as agent:
+        agent.subscribe(seen)
+        await agent.prompt("use the tool")
+    updates = [e for e in seen.events if type(e) is MessageUpdateEvent]
+    assert sum(e.assistant_message_event.type.endswith("_delta") for e in updates) > 6
+    for event in updates:
+        rebuilt = MessageUpdateEvent(
+            assistant_message_event=event.assistant_message_event, message=event.message
+        )
+        assert event == rebuilt
+        assert [getattr(event, f.name) for f in attrs.fields(MessageUpdateEvent)] == [
+            getattr(rebuilt, f.name) for f in attrs.fields(MessageUpdateEvent)
+        ]
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            event.message = None  # type: ignore[misc]

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 import trio
@@ -427,3 +428,43 @@ async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_per_wake_up(
     assert deltas == [f"{i:04d}" for i in range(400)]
     # 400 deltas through 16 places: ~25 hand-overs; one per delta would be ~385 steps.
     assert steps["producer"] <= 2 * 400 // 16 + 10
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+@pytest.mark.parametrize(
+    "block",
+    [faux_text("abcd" * 5), faux_thinking("efgh" * 5), faux_tool_call("echo", {"text": "hi"})],
+    ids=["text", "thinking", "tool_call"],
+)
+async def test_deltas_built_in_place_equal_the_constructed_ones(
+    registry: ProviderRegistry,
+    monkeypatch: pytest.MonkeyPatch,
+    block: Any,
+    in_place: bool,
+) -> None:
+    """The unlimited-speed loop builds its deltas in place (the layout twin, filled, then given
+    its class): each is the frozen event the class's own constructor makes from the same
+    values, every field set; also through the constructor path used when no twin exists."""
+    from pitrio.providers import _faux
+
+    if not in_place:
+        twins = {cls: (None, kind) for cls, (_, kind) in _faux._DELTA_TWINS.items()}
+        monkeypatch.setattr(_faux, "_DELTA_TWINS", twins)
+    faux = register_faux_provider(api="faux", token_size=(1, 1), registry=registry)
+    faux.set_responses([faux_assistant_message(block)])
+    model = faux.get_model()
+    assert model is not None
+    async with stream_simple(model, Context(messages=()), registry=registry) as events:
+        seen = [event async for event in events]
+    deltas = [e for e in seen if e.type.endswith("_delta")]
+    assert len(deltas) > 1
+    for event in deltas:
+        cls = type(event)
+        assert cls in _faux._DELTA_TWINS
+        rebuilt = cls(content_index=event.content_index, delta=event.delta, partial=event.partial)
+        assert event == rebuilt
+        assert [getattr(event, f.name) for f in attrs.fields(cls)] == [
+            getattr(rebuilt, f.name) for f in attrs.fields(cls)
+        ]
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            event.delta = "changed"
