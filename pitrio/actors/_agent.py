@@ -637,7 +637,7 @@ class Agent:
             twin = _UPDATE_TWIN
             if twin is not None:
                 # message_update(event, partial) with the factory's body inline: one Python
-                # frame less per token (-4.5% instructions per prompt of the loop bench).
+                # frame less per token (-4.3% instructions per prompt of the loop bench).
                 update: Any = twin()
                 update.type = "message_update"
                 update.assistant_message_event = event
