@@ -31,6 +31,7 @@ from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
     AssistantMessageEvent,
+    DeltaEventType,
     DoneEvent,
     ErrorEvent,
     StartEvent,
@@ -344,9 +345,6 @@ _start_event: Final = positional_factory(StartEvent, ("partial",))
 _text_start: Final = positional_factory(TextStartEvent, ("content_index", "partial"))
 _thinking_start: Final = positional_factory(ThinkingStartEvent, ("content_index", "partial"))
 _tool_call_start: Final = positional_factory(ToolCallStartEvent, ("content_index", "partial"))
-_text_delta: Final = DELTA_FACTORIES[TextDeltaEvent]
-_thinking_delta: Final = DELTA_FACTORIES[ThinkingDeltaEvent]
-_tool_call_delta: Final = DELTA_FACTORIES[ToolCallDeltaEvent]
 _DELTA_TWINS: Final[dict[type, tuple[type | None, str]]] = {
     cls: (layout_twin(cls), attrs.fields(cls).type.default)
     for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
@@ -567,22 +565,20 @@ class FauxProvider:
             if isinstance(block, TextContent):
                 index = builder.add_text()
                 text = block.text
-                make = _text_delta
-                kind: type = TextDeltaEvent
+                kind: DeltaEventType = TextDeltaEvent
                 event = _text_start(index, snapshot())
             elif isinstance(block, ThinkingContent):
                 index = builder.add_thinking()
                 text = block.thinking
-                make = _thinking_delta
                 kind = ThinkingDeltaEvent
                 event = _thinking_start(index, snapshot())
             else:
                 index = builder.add_tool_call(id=block.id, name=block.name)
                 text = _json(block.arguments)
-                make = _tool_call_delta
                 kind = ToolCallDeltaEvent
                 event = _tool_call_start(index, snapshot())
             await emit(event)
+            make = DELTA_FACTORIES[kind]
             chunks = _split(text, min_size, max_size, rng)
             if tps is not None and tps > 0:
                 await self._paced_deltas(out, builder, index, chunks, make, tps)
