@@ -594,35 +594,46 @@ class FauxProvider:
                     twin, type_name = _DELTA_TWINS[kind]
                     batch: list[AssistantMessageEvent] = []
                     add = batch.append
-                    for chunk in chunks:
-                        countdown -= 1
-                        if countdown == 0:
-                            countdown = period
-                            if batch:
-                                await _offer_all(out, batch)
-                            if every:
-                                await trio.lowlevel.checkpoint()
-                        append(chunk)
-                        count += 1
-                        partial = new_compact_snapshot(PartialAssistantMessage)
-                        partial._header = header
-                        partial._states = sole
-                        partial._count = count
-                        partial._parse_args = None
-                        partial._content = None
-                        if twin is None:
-                            add(make(index, chunk, partial))
-                            continue
-                        # make(index, chunk, partial) with the factory's body inline: one
-                        # Python frame less per token (-3.4% instructions per faux call).
-                        delta: Any = twin()
-                        delta.type = type_name
-                        delta.content_index = index
-                        delta.delta = chunk
-                        delta.partial = partial
-                        delta.extra = None
-                        delta.__class__ = kind
-                        add(delta)
+                    # The chunks in runs, each up to the chunk the countdown runs out
+                    # before: no countdown test per token, the same checkpoints.
+                    position, total = 0, len(chunks)
+                    while True:
+                        stop = position + countdown - 1
+                        if stop > total:
+                            stop = total
+                        for chunk in chunks[position:stop]:
+                            append(chunk)
+                            count += 1
+                            partial = new_compact_snapshot(PartialAssistantMessage)
+                            partial._header = header
+                            partial._states = sole
+                            partial._count = count
+                            partial._parse_args = None
+                            partial._content = None
+                            if twin is None:
+                                add(make(index, chunk, partial))
+                                continue
+                            # make(index, chunk, partial) with the factory's body inline: one
+                            # Python frame less per token (-3.4% instructions per faux call).
+                            delta: Any = twin()
+                            delta.type = type_name
+                            delta.content_index = index
+                            delta.delta = chunk
+                            delta.partial = partial
+                            delta.extra = None
+                            delta.__class__ = kind
+                            add(delta)
+                        if stop >= total:
+                            countdown -= total - position
+                            break
+                        # The countdown ran out before chunks[stop]: hand over, checkpoint,
+                        # and count chunks[stop] as the first of the next `period`.
+                        position = stop
+                        countdown = period + 1
+                        if batch:
+                            await _offer_all(out, batch)
+                        if every:
+                            await trio.lowlevel.checkpoint()
                     if batch:
                         await _offer_all(out, batch)
                 else:

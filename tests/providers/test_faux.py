@@ -25,6 +25,7 @@ from pitrio.providers import (
     StreamOptions,
     TextContent,
     TextDeltaEvent,
+    ThinkingDeltaEvent,
     Tool,
     faux_assistant_message,
     faux_text,
@@ -428,6 +429,51 @@ async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_per_wake_up(
     assert deltas == [f"{i:04d}" for i in range(400)]
     # 400 deltas through 16 places: ~25 hand-overs; one per delta would be ~385 steps.
     assert steps["producer"] <= 2 * 400 // 16 + 10
+
+
+@pytest.mark.parametrize("yield_every", [1, 2, 7])
+async def test_the_unlimited_stream_checkpoints_before_every_yield_every_th_chunk(
+    registry: ProviderRegistry, yield_every: int
+) -> None:
+    """At unlimited speed the faux yields to the scheduler before chunk k, k = yield_every,
+    2 * yield_every, ... counted across the whole answer (thinking, then text here), and at
+    no other chunk: each delta carries the number of provider steps taken before it."""
+    faux = register_faux_provider(
+        api="faux", token_size=(1, 1), registry=registry, yield_every=yield_every
+    )
+    thinking = "".join(f"t{i:03d}" for i in range(20))
+    text = "".join(f"x{i:03d}" for i in range(30))
+    faux.set_responses([faux_assistant_message([faux_thinking(thinking), faux_text(text)])])
+    model = faux.get_model()
+    assert model is not None
+    consumer = trio.lowlevel.current_task()
+    pushed_by_step: list[int] = []  # events pushed so far, after each step of the provider
+    events: Any = None
+
+    class RecordSteps(trio.abc.Instrument):
+        def after_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task.parent_nursery is not None and task.parent_nursery.parent_task is consumer:
+                pushed_by_step.append(events.statistics().buffered)
+
+    instrument = RecordSteps()
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        async with trio.open_nursery() as nursery:
+            events = start_stream(
+                nursery, model, Context(messages=()), registry=registry, max_buffer=500
+            )
+            await events.result()  # read nothing until the provider is done
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+    order = [e async for e in events]
+    assert len(order) == 56  # start, 2 x (block start, block end), 50 deltas, done
+    chunk_number = list(
+        itertools.accumulate(isinstance(e, (ThinkingDeltaEvent, TextDeltaEvent)) for e in order)
+    )
+    # Where each step stopped, as the number of chunks built by then (the last: all of them).
+    stopped_after = [chunk_number[n - 1] for n in pushed_by_step if n]
+    checkpoints = [k for k in range(1, 51) if k % yield_every == 0]
+    assert stopped_after == [k - 1 for k in checkpoints] + [50]
 
 
 @pytest.mark.parametrize("in_place", [True, False])
