@@ -499,8 +499,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             if self._send_closed:
                 raise StopAsyncIteration
             await self.wait_readable()  # parks: the buffer is empty and the stream open
-        if self._consumer_closed:
-            raise trio.ClosedResourceError("the event stream's consumer side was closed")
+        # A closed consumer side has nothing buffered (close() empties the buffer and later
+        # pushes are dropped), so a buffered event needs no closed check here.
         event = buf.popleft()
         if self._waiting:
             self._unpark_one()
