@@ -437,7 +437,8 @@ async def test_the_unlimited_stream_checkpoints_before_every_yield_every_th_chun
 ) -> None:
     """At unlimited speed the faux yields to the scheduler before chunk k, k = yield_every,
     2 * yield_every, ... counted across the whole answer (thinking, then text here), and at
-    no other chunk: each delta carries the number of provider steps taken before it."""
+    no other chunk: each step of the provider task (a Trio instrument records the events
+    pushed by its end) stops just before such a chunk, the last one after the whole answer."""
     faux = register_faux_provider(
         api="faux", token_size=(1, 1), registry=registry, yield_every=yield_every
     )
