@@ -315,6 +315,7 @@ class Mailbox(Waiters, Generic[T]):
             pending.rejected = True
             trio.lowlevel.reschedule(task)
         self._wake_waiters()
+        self._waiter_park = None  # a cycle through its abort method; never parked on again
 
     def statistics(self) -> MailboxStatistics:
         """Return a snapshot of the box's depth and waiting producers."""

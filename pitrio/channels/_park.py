@@ -81,7 +81,14 @@ class Park:
     def send(self, value: Any) -> Any:
         if value is WOKEN:
             raise StopIteration
-        raise StopIteration(value.unwrap())  # the outcome the task was rescheduled with
+        try:
+            result = value.unwrap()  # the outcome the task was rescheduled with
+        finally:
+            # An error's traceback holds this frame: without the del, frame -> outcome ->
+            # exception -> traceback -> frame is a cycle (every cancelled wait one more
+            # tangle of frames for the cyclic collector).
+            del value
+        raise StopIteration(result)
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
         raise val if val is not None else typ

@@ -42,6 +42,11 @@ class _OneShot(Waiters):
             return
         self._flag = True
         self._wake_waiters()
+        # The park's abort callback is a method of this object: a cycle, which would keep
+        # the flag and all it reaches (a run's whole controller and transcript) alive until
+        # the cyclic collector ran. A set flag never parks again; a task still parked holds
+        # the park itself until it resumes.
+        self._waiter_park = None
 
     def _wait_flag(self) -> Awaitable[None]:
         if self._flag:

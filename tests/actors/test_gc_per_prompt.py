@@ -7,12 +7,14 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from garbage import cyclic_garbage, pitrio_objects
 from parking import parked_on
 
 from pitrio._exceptions import UsageError
-from pitrio.actors import Agent
+from pitrio.actors import Agent, open_agent
+from pitrio.providers import faux_tool_call
 
-from helpers import assistant, make_faux
+from helpers import assistant, echo_tool, make_faux, tool_then_text
 
 
 def agent_tasks() -> list[trio.lowlevel.Task]:
@@ -66,3 +68,22 @@ async def test_a_prompt_sent_before_the_started_task_ran_is_served() -> None:
     async with trio.open_nursery() as nursery:
         with pytest.raises(UsageError, match="closed"):
             await closed.ensure_started(nursery)
+
+
+async def test_a_finished_prompt_leaves_nothing_to_the_cyclic_collector() -> None:
+    """A prompt's command, run, controller, messages and events are freed by reference
+    counting once it returns (a reply or a run's end latch waited on made a cycle that kept
+    all of them until a collection: most of the collector's work in the loop benchmark)."""
+    faux, registry = make_faux()
+    respond = tool_then_text([faux_tool_call("echo", {"value": "hi"}, id="call-1")])
+    async with open_agent(model=faux.get_model(), registry=registry, tools=[echo_tool()]) as agent:
+        agent.subscribe(lambda event: None)
+        faux.set_responses([respond, respond])
+        await agent.prompt("warm up")  # first-use work (imports, caches) out of the way
+        with cyclic_garbage() as garbage:
+            for text in ("one", "two"):
+                agent.reset()
+                faux.append_responses([respond, respond])
+                await agent.prompt(text)
+        assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert pitrio_objects(garbage) == []
