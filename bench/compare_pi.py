@@ -102,6 +102,7 @@ def jobs(quick: bool) -> list[Job]:
         loop("reset", "--yield-every", "1", suffix="_y1"),
         loop("provider"),
         loop("provider", "--call", "start_stream", suffix="_started"),
+        Job("call_floor", (), ("call_floor.py", "--prompts", prompts)),
         loop("session"),
         loop("session-accumulate"),
         Job(
@@ -167,6 +168,9 @@ def rows(quick: bool) -> list[Row]:
         Row("  same, pitrio via start_stream in one nursery, as pi's detached call (1)",
             "loop_overhead/provider", per_call, per_call, False,
             pitrio_job="loop_overhead/provider_started"),
+        Row("  same, the floor of that shape on CPython, no pitrio code (call_floor.py)",
+            "loop_overhead/provider", per_call, key("built_us_per_call"), False,
+            pitrio_job="call_floor"),
         Row("fresh AgentSession per prompt, prompts/s (1)", "loop_overhead/session",
             key("prompts_per_s"), key("prompts_per_s"), True),
         Row(f"one AgentSession, {prompts} prompts kept, prompts/s (1)",

@@ -1,0 +1,140 @@
+"""The floor of one LLM call's shape on this interpreter (no pi counterpart; no pitrio code).
+
+What the faux-alone row of ``compare_pi.py`` (scenario 1, ``--mode provider``) times is fixed
+in shape by the design: the provider runs as its own task in a nursery opened per call
+(``stream_simple``), every streamed delta is one event object, and the consumer takes each
+event with one ``async for`` step. This script times that shape with nothing else in it: the
+same two calls per prompt (7 events, then 207: an echo tool call, then 200 text deltas, the
+214 events per prompt of the benchmark), a minimal single-consumer stream (a deque, one
+waiting task, a checkpoint every 64 events as the faux's default), and events that are
+either prebuilt (``prebuilt``: Trio and ``async for`` alone) or made per event as a slotted
+object with five fields (``built``: plus the one object per delta). It prints microseconds
+per LLM call, the unit of the faux-alone row: pitrio's figure there minus ``built`` is what
+pitrio itself spends; pi's figure below ``built`` means the row cannot be won by any
+implementation of this shape on this interpreter.
+
+    python bench/call_floor.py --prompts 4000
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+from typing import Any
+
+import trio
+from trio.lowlevel import Abort, current_task, reschedule, wait_task_rescheduled
+
+from _common import emit, env
+
+CALL_EVENTS = (7, 207)
+"""Events per call of one prompt of the faux-alone benchmark (214 per prompt)."""
+CHECKPOINT_EVERY = 64
+
+
+class _Delta:
+    __slots__ = ("content_index", "delta", "extra", "partial", "type")
+
+
+class _Stream:
+    """One producer, one consumer, unbounded (the calls here are shorter than any buffer)."""
+
+    __slots__ = ("_buffer", "_done", "_waiter")
+
+    def __init__(self) -> None:
+        self._buffer: collections.deque[Any] = collections.deque()
+        self._waiter: trio.lowlevel.Task | None = None
+        self._done = False
+
+    def push(self, event: Any) -> None:
+        self._buffer.append(event)
+        self._wake()
+
+    def end(self) -> None:
+        self._done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            reschedule(waiter)
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> Any:
+        buffer = self._buffer
+        if not buffer:
+            if self._done:
+                raise StopAsyncIteration
+            self._waiter = current_task()
+            await wait_task_rescheduled(lambda _: Abort.SUCCEEDED)
+            if not buffer:
+                raise StopAsyncIteration
+        return buffer.popleft()
+
+
+async def _produce_prebuilt(stream: _Stream, events: list[Any]) -> None:
+    countdown = CHECKPOINT_EVERY
+    for event in events:
+        stream.push(event)
+        countdown -= 1
+        if countdown == 0:
+            countdown = CHECKPOINT_EVERY
+            await trio.lowlevel.checkpoint()
+    stream.end()
+
+
+async def _produce_built(stream: _Stream, events: list[Any]) -> None:
+    countdown = CHECKPOINT_EVERY
+    for chunk in events:
+        event = _Delta()
+        event.type = "text_delta"
+        event.content_index = 0
+        event.delta = chunk
+        event.partial = None
+        event.extra = None
+        stream.push(event)
+        countdown -= 1
+        if countdown == 0:
+            countdown = CHECKPOINT_EVERY
+            await trio.lowlevel.checkpoint()
+    stream.end()
+
+
+async def _prompts(count: int, produce: Any) -> float:
+    calls = [["abcd"] * n for n in CALL_EVENTS]
+    taken = 0
+    start = time.perf_counter()
+    for _ in range(count):
+        for events in calls:
+            async with trio.open_nursery() as nursery:
+                stream = _Stream()
+                nursery.start_soon(produce, stream, events)
+                async for _event in stream:
+                    taken += 1
+    elapsed = time.perf_counter() - start
+    assert taken == count * sum(CALL_EVENTS)
+    return elapsed * 1e6 / (count * len(CALL_EVENTS))
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    result: dict[str, Any] = {"scenario": "call_floor", "prompts": args.prompts, **env()}
+    for name, produce in (("prebuilt", _produce_prebuilt), ("built", _produce_built)):
+        await _prompts(args.warmup, produce)
+        result[f"{name}_us_per_call"] = round(await _prompts(args.prompts, produce), 1)
+    result["events_per_call"] = sum(CALL_EVENTS) / len(CALL_EVENTS)
+    emit(result)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=4000)
+    parser.add_argument("--warmup", type=int, default=200)
+    trio.run(main_async, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
