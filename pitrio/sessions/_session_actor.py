@@ -49,13 +49,19 @@ from pitrio._awaitable import maybe_await
 from pitrio._exceptions import UsageError, unwrap_group
 from pitrio.actors import (
     Agent,
+    AgentEndEvent,
     AgentEvent,
     AgentMessage,
+    AgentStartEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
     StreamFn,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
     TurnEndEvent,
+    TurnStartEvent,
     merge_agent_events,
 )
 from pitrio.channels import EventLog, Latch, Mailbox, Reply, close_inbox
@@ -141,6 +147,20 @@ class _Job:
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     done: Latch = attrs.Factory(Latch)
     previous: _Job | None = None
+
+
+_PLAIN_AGENT_EVENTS: Final = frozenset(
+    {
+        MessageUpdateEvent,
+        AgentStartEvent,
+        AgentEndEvent,
+        TurnStartEvent,
+        ToolExecutionStartEvent,
+        ToolExecutionUpdateEvent,
+        ToolExecutionEndEvent,
+    }
+)
+"""The agent events the session only passes on (no bookkeeping in `_on_agent_event`)."""
 
 
 class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
@@ -576,14 +596,47 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             self._last_assistant = message
 
     def _deliver_agent_event(self, event: AgentEvent) -> Awaitable[Any] | None:
-        # The agent's one subscriber. A plain function: a message_update with no hook to run
-        # goes to the event log's deliver, which returns None when every listener took it
-        # during the call (the agent's bus then has nothing to await: no coroutine per token),
-        # else what finishes the delivery, which the bus awaits.
-        if type(event) is MessageUpdateEvent and not self._agent_event_hook:
-            event_log = self.log
-            return None if event_log.closed else event_log.deliver(event)
-        return self._on_agent_event(event)
+        # The agent's one subscriber. A plain function: an event that needs nothing awaited
+        # besides its delivery (a message_update, and with no hook, no queued text, no
+        # context engine and no retry under way, every other event of a plain turn) goes to
+        # the event log's deliver, which returns None when every listener took it during the
+        # call (the agent's bus then has nothing to await: no coroutine per event), else what
+        # finishes the delivery, which the bus awaits. The rest: _on_agent_event.
+        if self._agent_event_hook:
+            return self._on_agent_event(event)
+        kind = type(event)
+        if kind is MessageStartEvent:
+            if isinstance(event.message, UserMessage):
+                if self._steering_texts or self._follow_up_texts:
+                    return self._on_agent_event(event)
+                self._compactor.overflow_recovery_attempted = False
+        elif kind is MessageEndEvent:
+            message = event.message
+            if isinstance(message, AssistantMessage) and message.stop_reason != "error":
+                retry = self._retry
+                if retry is not None and retry.attempt:  # a retry sequence to end
+                    return self._on_agent_event(event)
+                delivery = self._deliver(event)
+                if delivery is not None:
+                    return self._after_delivery(delivery)
+                self._compactor.overflow_recovery_attempted = False
+                return None
+        elif kind is TurnEndEvent:
+            if self.context.active():
+                return self._on_agent_event(event)
+        elif kind not in _PLAIN_AGENT_EVENTS:
+            return self._on_agent_event(event)
+        return self._deliver(event)
+
+    def _deliver(self, event: AgentEvent) -> Awaitable[Any] | None:
+        event_log = self.log
+        return None if event_log.closed else event_log.deliver(event)
+
+    async def _after_delivery(self, delivery: Awaitable[Any]) -> None:
+        # An assistant message's end whose delivery had to wait: the flag after it, as in
+        # _on_agent_event.
+        await delivery
+        self._compactor.overflow_recovery_attempted = False
 
     async def _on_agent_event(self, event: AgentEvent) -> None:
         # pi's _processAgentEvent: queue bookkeeping, hooks, listeners (persistence came first).

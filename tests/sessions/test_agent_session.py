@@ -35,6 +35,7 @@ from pitrio.sessions._agent_session_types import (
     SessionHooks,
 )
 from pitrio.sessions._compaction import CompactionError, CompactionResult
+from pitrio.sessions._session_actor import SessionActor
 from pitrio.sessions._settings import SettingsManager
 
 from session_helpers import (
@@ -677,3 +678,43 @@ async def test_on_agent_event_hook_sees_every_agent_event_before_the_listeners()
     assert [kind for kind, _ in listened] == agent_types
     # The n-th agent event reached the listener after the hook had seen n events.
     assert [seen for _, seen in listened] == list(range(1, len(agent_types) + 1))
+
+
+async def test_a_plain_turns_events_are_passed_on_without_the_bookkeeping_coroutine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no hook, no queued text, no context engine and no retry under way, the session
+    hands each agent event to its log in the agent's own publish call (no coroutine to await
+    per event); the bookkeeping path still runs for the event that needs it: the start of a
+    user message whose text was queued, which updates the queues."""
+    seen: list[str] = []
+    original = SessionActor._on_agent_event
+
+    def spy(self: SessionActor, event: Any) -> Any:
+        seen.append(event.type)
+        return original(self, event)
+
+    monkeypatch.setattr(SessionActor, "_on_agent_event", spy)
+    faux, registry = make_faux()
+    gate = trio.Event()
+    faux.set_responses([reply("plain"), gated(gate, "first"), reply("to steer")])
+    async with open_session(faux, registry) as session:
+        events = Events()
+        session.subscribe(events)
+        await session.prompt("hello")
+        assert seen == []
+        assert events.types[0] == "agent_start" and events.types[-1] == "agent_end"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.prompt, "start")
+            await trio.testing.wait_all_tasks_blocked()
+            await session.prompt("now", streaming_behavior="steer")
+            gate.set()
+        assert seen == ["message_start"]  # the steered text's user message
+        queues = [(e.steering, e.follow_up) for e in events.of("queue_update")]
+        assert queues == [(("now",), ()), ((), ())]
+        assert texts(session)[-4:] == [
+            "user:start",
+            "assistant:first",
+            "user:now",
+            "assistant:to steer",
+        ]
