@@ -604,13 +604,12 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         # finishes the delivery, which the bus awaits. The rest: _on_agent_event.
         if self._agent_event_hook:
             return self._on_agent_event(event)
-        kind = type(event)
-        if kind is MessageStartEvent:
+        if type(event) is MessageStartEvent:
             if isinstance(event.message, UserMessage):
                 if self._steering_texts or self._follow_up_texts:
                     return self._on_agent_event(event)
                 self._compactor.overflow_recovery_attempted = False
-        elif kind is MessageEndEvent:
+        elif type(event) is MessageEndEvent:
             message = event.message
             if isinstance(message, AssistantMessage) and message.stop_reason != "error":
                 retry = self._retry
@@ -621,10 +620,10 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                     return self._after_delivery(delivery)
                 self._compactor.overflow_recovery_attempted = False
                 return None
-        elif kind is TurnEndEvent:
+        elif type(event) is TurnEndEvent:
             if self.context.active():
                 return self._on_agent_event(event)
-        elif kind not in _PLAIN_AGENT_EVENTS:
+        elif type(event) not in _PLAIN_AGENT_EVENTS:
             return self._on_agent_event(event)
         return self._deliver(event)
 
