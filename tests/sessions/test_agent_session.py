@@ -9,10 +9,18 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from pitrio._exceptions import UsageError
+from pitrio.actors import RequestDraft
 from pitrio.codec import to_wire
-from pitrio.providers import AssistantMessage, TextContent, UserMessage, faux_assistant_message
+from pitrio.providers import (
+    AssistantMessage,
+    StreamOptions,
+    TextContent,
+    UserMessage,
+    faux_assistant_message,
+)
 from pitrio.sessions import (
     BranchSummaryEntry,
     BranchSummaryMessage,
@@ -718,3 +726,24 @@ async def test_a_plain_turns_events_are_passed_on_without_the_bookkeeping_corout
             "user:now",
             "assistant:to steer",
         ]
+
+
+async def test_a_sessions_request_is_prepared_in_a_scheduler_step_of_its_own() -> None:
+    """The session's prepare_request is a checkpoint even when no envelope is needed: with
+    many sessions starting a prompt at once, building their requests is a pass of its own,
+    not part of the pass that opened their runs and recorded their prompts."""
+    faux, registry = make_faux()
+    async with open_session(faux, registry) as session:
+        prepare = session.agent.prepare_request
+        assert prepare is not None
+        draft = RequestDraft(
+            system_prompt="system",
+            tools=(),
+            messages=(UserMessage(content="hi", timestamp=1),),
+            options=StreamOptions(),
+            turn_index=0,
+            request_index=0,
+        )
+        with trio.testing.assert_checkpoints():
+            prepared = await prepare(draft)
+        assert prepared is draft
