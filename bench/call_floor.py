@@ -88,6 +88,8 @@ async def _produce_prebuilt(stream: _Stream, events: list[Any]) -> None:
 
 
 async def _produce_built(stream: _Stream, events: list[Any]) -> None:
+    # _produce_prebuilt's loop with the event made in it, written out rather than shared
+    # through a callback: a call per event is part of what a floor must not contain.
     countdown = CHECKPOINT_EVERY
     for chunk in events:
         event = _Delta()
