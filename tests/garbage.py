@@ -12,7 +12,7 @@ from contextlib import contextmanager
 def cyclic_garbage() -> Iterator[list[object]]:
     """Yield a list that, after the block, holds every object the block left in unreachable
     reference cycles (the collector is off during the block and restored after)."""
-    enabled = gc.isenabled()
+    enabled, debug = gc.isenabled(), gc.get_debug()
     gc.collect()
     gc.garbage.clear()
     gc.disable()
@@ -24,7 +24,7 @@ def cyclic_garbage() -> Iterator[list[object]]:
             gc.collect()
             found.extend(gc.garbage)
         finally:
-            gc.set_debug(0)
+            gc.set_debug(debug)
             gc.garbage.clear()
     finally:
         if enabled:

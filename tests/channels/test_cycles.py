@@ -24,7 +24,10 @@ async def _wait_then_set(kind: str) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(waiter)
         await trio.testing.wait_all_tasks_blocked()  # the waiter parked on the flag's park
-        flag.set() if isinstance(flag, Latch) else flag.set(7)
+        if isinstance(flag, Latch):
+            flag.set()
+        else:
+            flag.set(7)
 
 
 @pytest.mark.parametrize("kind", ["latch", "reply"])
@@ -38,7 +41,7 @@ async def _wait_cancel_then_close() -> None:
     box = Mailbox[int](max_size=4)
     with trio.CancelScope() as scope:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(box.wait_nonempty)  # a coroutine function
+            nursery.start_soon(box.wait_nonempty)
             await trio.testing.wait_all_tasks_blocked()
             scope.cancel()  # the parked consumer is cancelled through the park's abort
     box.close()
