@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -39,6 +40,25 @@ from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._faux import DEFAULT_YIELD_EVERY, serialize_context
 
 from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
+
+
+@contextmanager
+def after_each_step_of_its_children(callback: Callable[[], None]) -> Iterator[None]:
+    """Call ``callback`` after every step of a task spawned in a nursery that the calling task
+    opened (a provider task started with ``start_stream``), while the block runs."""
+    parent = trio.lowlevel.current_task()
+
+    class Steps(trio.abc.Instrument):
+        def after_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task.parent_nursery is not None and task.parent_nursery.parent_task is parent:
+                callback()
+
+    instrument = Steps()
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        yield
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
 
 
 @pytest.fixture
@@ -405,18 +425,13 @@ async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_per_wake_up(
     faux.set_responses([faux_assistant_message(text)])
     model = faux.get_model()
     assert model is not None
-    consumer = trio.lowlevel.current_task()
     steps: dict[str, int] = {"producer": 0}
 
-    class CountSteps(trio.abc.Instrument):
-        def before_task_step(self, task: trio.lowlevel.Task) -> None:
-            if task.parent_nursery is not None and task.parent_nursery.parent_task is consumer:
-                steps["producer"] += 1
+    def count() -> None:
+        steps["producer"] += 1
 
     deltas: list[str] = []
-    instrument = CountSteps()
-    trio.lowlevel.add_instrument(instrument)
-    try:
+    with after_each_step_of_its_children(count):
         async with trio.open_nursery() as nursery:
             events = start_stream(
                 nursery, model, Context(messages=()), registry=registry, max_buffer=16
@@ -424,8 +439,6 @@ async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_per_wake_up(
             async for event in events:
                 if isinstance(event, TextDeltaEvent):
                     deltas.append(event.delta)
-    finally:
-        trio.lowlevel.remove_instrument(instrument)
     assert deltas == [f"{i:04d}" for i in range(400)]
     # 400 deltas through 16 places: ~25 hand-overs; one per delta would be ~385 steps.
     assert steps["producer"] <= 2 * 400 // 16 + 10
@@ -447,25 +460,18 @@ async def test_the_unlimited_stream_checkpoints_before_every_yield_every_th_chun
     faux.set_responses([faux_assistant_message([faux_thinking(thinking), faux_text(text)])])
     model = faux.get_model()
     assert model is not None
-    consumer = trio.lowlevel.current_task()
     pushed_by_step: list[int] = []  # events pushed so far, after each step of the provider
     events: Any = None
 
-    class RecordSteps(trio.abc.Instrument):
-        def after_task_step(self, task: trio.lowlevel.Task) -> None:
-            if task.parent_nursery is not None and task.parent_nursery.parent_task is consumer:
-                pushed_by_step.append(events.statistics().buffered)
+    def record() -> None:
+        pushed_by_step.append(events.statistics().buffered)
 
-    instrument = RecordSteps()
-    trio.lowlevel.add_instrument(instrument)
-    try:
+    with after_each_step_of_its_children(record):
         async with trio.open_nursery() as nursery:
             events = start_stream(
                 nursery, model, Context(messages=()), registry=registry, max_buffer=500
             )
             await events.result()  # read nothing until the provider is done
-    finally:
-        trio.lowlevel.remove_instrument(instrument)
     order = [e async for e in events]
     assert len(order) == 56  # start, 2 x (block start, block end), 50 deltas, done
     chunk_number = list(
