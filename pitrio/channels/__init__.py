@@ -41,6 +41,7 @@ from ._event_log import Sequenced as Sequenced
 from ._event_log import Snapshot as Snapshot
 from ._event_stream import EVENT_STREAM_BUFFER as EVENT_STREAM_BUFFER
 from ._event_stream import NOT_TAKEN as NOT_TAKEN
+from ._event_stream import EventSource as EventSource
 from ._event_stream import EventStream as EventStream
 from ._event_stream import EventStreamStatistics as EventStreamStatistics
 from ._exceptions import MailboxFull as MailboxFull
@@ -72,6 +73,7 @@ __all__ = [
     "EventLogStatistics",
     "EventLogSubscription",
     "EventLogSubscriptionStatistics",
+    "EventSource",
     "EventStream",
     "EventStreamStatistics",
     "Latch",

@@ -8,8 +8,8 @@ without limit.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Generic, Self, TypeVar
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, Final, Generic, Self, TypeAlias, TypeVar
 
 import attrs
 import outcome
@@ -25,6 +25,11 @@ R = TypeVar("R")
 NOT_TAKEN: Final[Any] = object()
 """What a consumer's inline handler (see `EventStream.wait_readable`) returns for an event it
 leaves to the consumer's task: the event is then buffered and the consumer woken."""
+
+EventSource: TypeAlias = Generator["list[T] | Awaitable[Any]", Any, None]
+"""A producer that runs in the consumer's task (see `EventStream.feed_from`): each step yields
+the next *run* of events as a list, or an awaitable the consumer awaits for it and sends the
+result back in (a callback that may be async)."""
 
 EVENT_STREAM_BUFFER: Final = 64
 """Default number of events an `EventStream` holds before ``push`` blocks.
@@ -77,6 +82,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         the producer) and `push_nowait` raises `trio.WouldBlock`. ``max_buffer=0`` makes
         every push a rendezvous with the consumer.
 
+    A producer that never waits for anything but its consumer (it computes its events) may
+    instead be a *source* the consumer runs itself (`feed_from`): no task, no hand-over, and
+    the consumer yields to the scheduler between two of its runs.
+
     Cancellation:
         A cancelled `push` did not enqueue its event, except for the completion event: the
         result is recorded the moment it is pushed (as in pi), so if that push is cancelled
@@ -106,6 +115,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_receiver",
         "_result",
         "_send_closed",
+        "_source",
+        "_source_started",
         "_waiting",
         "_writers",
     )
@@ -154,6 +165,14 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # Set together with _done; result() waits on it. Made by the first result() that has
         # to wait (a consumer that iterates to the end finds the stream done).
         self._finished: Latch | None = None
+        # A producer run in the consumer's task instead of a task of its own (feed_from).
+        self._source: EventSource[T] | None = None
+        self._source_started = False
+
+    @property
+    def max_buffer(self) -> int:
+        """How many events may wait for the consumer (the size the stream was made with)."""
+        return self._max_buffer
 
     # -- producer side -------------------------------------------------------------------------
 
@@ -343,6 +362,80 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             i += len(part)
         return i
 
+    def feed_from(self, source: EventSource[T]) -> None:
+        """Make ``source`` the stream's producer, run by the consumer in its own task.
+
+        For a producer that waits on nothing but its consumer (the faux provider at unlimited
+        speed computes its events): a task of its own would cost a spawn and a hand-over per
+        stream, here most of the work for a short answer. Whenever the consumer finds the
+        buffer empty (``anext``, `wait_readable`, `result`), it runs ``source`` to its next
+        yield and buffers the run of events yielded, yielding to the scheduler first unless
+        ``source`` has not started yet (its first step may take what it answers and yield an
+        awaitable checkpoint, as a provider task's first step would): the source decides how
+        often the consumer checkpoints by the length of its runs, and the buffer holds at
+        most one run (the source keeps its runs within the stream's ``max_buffer``, its block
+        boundary and completion events aside). An awaitable
+        yielded instead of a run is awaited in the consumer's task and its value sent back
+        into ``source``.
+
+        The stream ends with the run holding its completion event (``source`` is then
+        closed), or when ``source`` returns (`_source_ended`) or raises (`_source_failed`).
+        `close` closes ``source``.
+        """
+        self._source = source
+
+    async def _pull(self) -> None:
+        """Run the source to its next run of events and buffer them, in the consumer's task."""
+        source = self._source
+        assert source is not None
+        if self._source_started:
+            await trio.lowlevel.checkpoint()
+            if self._source is not source:  # closed, or ended (an abort), meanwhile
+                return
+        self._source_started = True
+        try:
+            run = source.send(None)
+            while not isinstance(run, list):
+                value = await run
+                if self._source is not source:
+                    return
+                run = source.send(value)
+        except StopIteration:
+            self._source = None
+            self._source_ended()
+            return
+        except Exception as exc:
+            self._source = None
+            self._source_failed(exc)
+            return
+        if run:
+            self._buffer.extend(run)
+            last = run[-1]
+            if self._is_complete(last):
+                self._source = None
+                source.close()
+                self._record(self._extract_result(last))
+                self._close_send()
+
+    def _source_ended(self) -> None:
+        """The source returned without a completion event: the stream ends without a result."""
+        self.end()
+
+    def _source_failed(self, exc: Exception) -> None:
+        """The source raised ``exc``: the stream ends, and the consumer's wait raises it."""
+        self.end()
+        raise exc
+
+    def _end_with(self, event: T) -> None:
+        """Buffer the completion ``event`` whatever the room (a source's last word), unless the
+        stream is done; the consumer's side may be closed (the result is recorded anyway)."""
+        if self._done:
+            return
+        if not self._consumer_closed:
+            self._buffer.append(event)
+        self._record(self._extract_result(event))
+        self._close_send()
+
     def end(self, result: R | None = None) -> None:
         """Finish the stream; the consumer's iteration ends once the buffer drains.
 
@@ -394,6 +487,9 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             StreamEndedWithoutResult: `end` was called without a result and no completion
                 event was pushed.
         """
+        # A source runs for whoever waits, a buffer's worth ahead of the consumer at most.
+        while self._source is not None and len(self._buffer) < self._max_buffer:
+            await self._pull()
         if self._done:
             await trio.lowlevel.checkpoint()
         else:
@@ -476,6 +572,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         """
         if self._buffer or self._send_closed or self._consumer_closed:
             return READY
+        if self._source is not None:
+            return self._pull()
         if self._waiting:
             self._unpark_one()  # max_buffer=0: the waiting producer hands over to us
         self._inline = inline
@@ -522,6 +620,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._buffer.clear()
         self._park = None
         self._inline = None
+        source = self._source
+        if source is not None:
+            self._source = None
+            source.close()
         if self._waiting:
             self._unpark_all()
 

@@ -22,7 +22,7 @@ import trio
 from pitrio.channels import raise_lone
 from pitrio.providers._events import final_message, is_terminal
 from pitrio.providers._messages import AssistantMessage, Context, Model, StreamOptions
-from pitrio.providers._registry import ProviderRegistry, default_registry
+from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
 from pitrio.providers._stream import (
     ASSISTANT_STREAM_BUFFER,
     DEFAULT_OPTIONS,
@@ -55,10 +55,30 @@ def start_stream(
         ProviderNotFound: no provider is registered for ``model.api``.
     """
     provider = (registry or default_registry).resolve(model.api)
-    fn = provider.simple() if simple else provider.stream
     events = AssistantMessageEventStream(model, max_buffer=max_buffer, abortable=abortable)
-    nursery.start_soon(events._run, fn, model, context, options or DEFAULT_OPTIONS)
+    options = options or DEFAULT_OPTIONS
+    if not _started_inline(provider, model, context, options, events):
+        fn = provider.simple() if simple else provider.stream
+        nursery.start_soon(events._run, fn, model, context, options)
     return events
+
+
+def _started_inline(
+    provider: ApiProvider,
+    model: Model,
+    context: Context,
+    options: StreamOptions,
+    events: AssistantMessageEventStream,
+) -> bool:
+    """Hand ``events`` the provider's inline source, if it has one for this call."""
+    inline = provider.inline
+    if inline is None:
+        return False
+    source = inline(model, context, options, events)
+    if source is None:
+        return False
+    events.feed_from(source)
+    return True
 
 
 def stream(
@@ -89,8 +109,9 @@ def stream_simple(
 
 class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
     """The ``async with`` of `stream` and `stream_simple`: the provider runs as a task of a
-    nursery that holds the caller's block. One object per call, where generator-based context
-    managers made three layers (each a generator, its frames and a few calls per call)."""
+    nursery that holds the caller's block (an inline provider runs in the caller's task, and
+    no nursery is opened). One object per call, where generator-based context managers made
+    three layers (each a generator, its frames and a few calls per call)."""
 
     __slots__ = (
         "_context",
@@ -117,25 +138,21 @@ class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
         self._options = options
         self._simple = simple
         self._registry = registry
-        self._manager = trio.open_nursery()
+        self._manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._events: AssistantMessageEventStream | None = None
 
     async def __aenter__(self) -> AssistantMessageEventStream:
+        model, context = self._model, self._context
+        options = self._options or DEFAULT_OPTIONS
+        provider = (self._registry or default_registry).resolve(model.api)
+        events = self._events = AssistantMessageEventStream(model)
+        if _started_inline(provider, model, context, options, events):
+            return events  # its first run is a checkpoint (EventStream.feed_from)
+        fn = provider.simple() if self._simple else provider.stream
+        self._manager = trio.open_nursery()
         nursery = self._nursery = await self._manager.__aenter__()
-        try:
-            events = start_stream(
-                nursery,
-                self._model,
-                self._context,
-                self._options,
-                simple=self._simple,
-                registry=self._registry,
-            )
-        except BaseException as exc:  # no provider for the API: leave the nursery first
-            await self._leave(type(exc), exc, exc.__traceback__)
-            raise
-        self._events = events
+        nursery.start_soon(events._run, fn, model, context, options)
         return events
 
     async def __aexit__(
@@ -145,7 +162,10 @@ class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
         tb: TracebackType | None,
     ) -> bool:
         events = self._events
-        assert events is not None and self._nursery is not None
+        assert events is not None
+        if self._nursery is None:  # an inline provider: nothing runs but in this task
+            events.close()
+            return False
         if not events.terminated:
             self._nursery.cancel_scope.cancel()
         # No checkpoint here: in a cancelled nursery it would raise Cancelled and replace an
@@ -161,6 +181,7 @@ class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
     ) -> bool:
         # Trio wraps what a nursery raises in an exception group; a lone exception (the
         # block's own, say a ValueError) is raised as it was, as open_body_nursery does.
+        assert self._manager is not None
         try:
             return bool(await self._manager.__aexit__(exc_type, exc, tb))
         except BaseExceptionGroup as group:

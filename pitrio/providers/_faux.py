@@ -13,20 +13,21 @@ the same script, except that text is cut by code points where JavaScript cuts UT
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 import secrets
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeAlias
 
 import attrs
 import orjson
 import trio
 
-from pitrio._awaitable import maybe_await
 from pitrio._fast_init import layout_twin, positional_factory
+from pitrio.channels import EventSource
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
@@ -44,6 +45,7 @@ from pitrio.providers._events import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    is_terminal,
 )
 from pitrio.providers._messages import (
     EMPTY_USAGE,
@@ -424,7 +426,10 @@ class FauxProvider:
         self._source_id = f"faux-provider:{secrets.token_hex(6)}"
         self._prompt_cache: dict[str, str] = {}
         self._rng = random.Random(seed)
-        registry.register(ApiProvider(api=api, stream=self._stream), self._source_id)
+        self._paced = tokens_per_second is not None and tokens_per_second > 0
+        registry.register(
+            ApiProvider(api=api, stream=self._stream, inline=self._inline), self._source_id
+        )
 
     # ------------------------------------------------------------------ script
 
@@ -453,6 +458,19 @@ class FauxProvider:
 
     # ------------------------------------------------------------------ streaming
 
+    def _inline(
+        self,
+        model: Model,
+        context: Context,
+        options: StreamOptions,
+        out: AssistantMessageEventStream,
+    ) -> EventSource[AssistantMessageEvent] | None:
+        """At unlimited speed the answer is computed, not waited for: the consumer runs it
+        (`_answer`) in its own task. A paced answer sleeps, so it gets a task (`_stream`)."""
+        if self._paced:
+            return None
+        return self._answer(model, context, options, out)
+
     async def _stream(
         self,
         model: Model,
@@ -460,11 +478,51 @@ class FauxProvider:
         options: StreamOptions,
         out: AssistantMessageEventStream,
     ) -> None:
+        """The answer as a task of its own (the `ProviderStreamFn`): `_answer`'s runs pushed,
+        with a checkpoint after each (none with ``yield_every=0``: then the task yields only
+        when the consumer is a buffer behind), and its awaitables awaited."""
+        source = self._answer(model, context, options, out)
+        every = self._yield_every
+        value: Any = None
+        while True:
+            try:
+                item = source.send(value)
+            except StopIteration:
+                return
+            if not isinstance(item, list):
+                value = await item
+                continue
+            value = None
+            last = item[-1]
+            if is_terminal(last):
+                del item[-1]
+                await _offer_all(out, item)
+                await out.emit(last)
+                return
+            await _offer_all(out, item)
+            if every:
+                await trio.lowlevel.checkpoint()
+            else:
+                await trio.lowlevel.checkpoint_if_cancelled()
+
+    def _answer(
+        self,
+        model: Model,
+        context: Context,
+        options: StreamOptions,
+        out: AssistantMessageEventStream,
+    ) -> EventSource[AssistantMessageEvent]:
+        """One request answered as pi's faux answers it: the next scripted response (a
+        factory's made now), with the usage estimate, streamed as runs of events (`_runs`),
+        the terminal event last. Yields an awaitable where there is one to wait for (an async
+        ``on_response`` or factory; a paced answer as a whole, pushed by itself)."""
         step = self._pending.popleft() if self._pending else None
         self.state.call_count += 1
         on_response = options.on_response
         if on_response is not None:  # as pi's faux: a 200 with no headers, per request
-            await maybe_await(on_response(ProviderResponse(status=200, headers={}), model))
+            answered = on_response(ProviderResponse(status=200, headers={}), model)
+            if inspect.isawaitable(answered):
+                yield answered
         if step is None:
             message = AssistantMessage(
                 content=(),
@@ -478,16 +536,16 @@ class FauxProvider:
             message = _with_usage_estimate(
                 message, context, options, self._prompt_cache, self.api, self.provider, model.id
             )
-            await out.emit(ErrorEvent(reason="error", error=message))
+            yield [ErrorEvent(reason="error", error=message)]
             return
         if isinstance(step, AssistantMessage):
             resolved = step
         else:
             made = step(context, options, self.state, model)
-            if type(made) is AssistantMessage:
+            if type(made) is AssistantMessage or not inspect.isawaitable(made):
                 resolved = made
-            else:  # an async factory's awaitable (or a subclass of the message)
-                resolved = await maybe_await(made)
+            else:  # an async factory
+                resolved = yield made
         message = _with_usage_estimate(
             resolved,
             context,
@@ -497,7 +555,125 @@ class FauxProvider:
             self.provider,
             model.id,
         )
-        await self._stream_deltas(message, out)
+        # The response is taken and the call counted (as pi's faux, before it looks at the
+        # abort signal); an abort that came first stops the stream here, before its start.
+        yield trio.lowlevel.checkpoint()  # noqa: ASYNC105 (the consumer awaits it)
+        if self._paced:
+            yield self._paced_answer(message, out)
+            return
+        # The stream holds this generator (an inline source): no reference back to it from
+        # here on, so a stream left unfinished is no cycle for the collector.
+        runs = self._runs(message, out)
+        del out
+        yield from runs
+
+    def _runs(
+        self, message: AssistantMessage, out: AssistantMessageEventStream
+    ) -> Iterator[list[AssistantMessageEvent]]:
+        """Stream ``message`` block by block as pi's faux does, at unlimited speed, in runs.
+
+        A run ends just before the chunk a checkpoint is due at: every ``yield_every``-th
+        chunk of the whole answer, counted across its blocks (``0``: every `OFFER_BATCH`-th),
+        and never later than ``out``'s buffer is full of deltas; the last run ends with the
+        terminal event. One frame for the whole answer (a call's fixed cost is most of a short
+        answer's): the builder reads its header from ``message`` itself and events are built
+        positionally.
+        """
+        builder = AssistantMessageBuilder.for_message(message)
+        out.attach(builder)
+        snapshot = builder.snapshot
+        run: list[AssistantMessageEvent] = [_start_event(snapshot())]
+        add = run.append
+        period = self._yield_every or OFFER_BATCH
+        if out.max_buffer < period:
+            period = max(1, out.max_buffer)
+        del out  # see _answer
+        # A countdown across the blocks, not a modulo per chunk.
+        countdown = period
+        min_size, max_size, rng = self._min, self._max, self._rng
+        # Partial blocks carry no signatures, as in pi: the final message has them.
+        for block in message.content:
+            index, text, kind, event = _open_block(builder, block, snapshot)
+            add(event)
+            make = DELTA_FACTORIES[kind]
+            chunks = _split(text, min_size, max_size, rng)
+            append = builder.chunk_appender(index)
+            sole = builder.sole_block(index)
+            if sole is not None:
+                # The usual answer, one block: its snapshots built here, without a call per
+                # token (what builder.snapshot() returns in this case).
+                header = builder.header
+                count = len(sole.chunks)
+                twin, type_name = _DELTA_TWINS[kind]
+                # The chunks in stretches, each up to the chunk the countdown runs out
+                # before: no countdown test per token, the same run boundaries.
+                position, total = 0, len(chunks)
+                while True:
+                    stop = position + countdown - 1
+                    if stop > total:
+                        stop = total
+                    for chunk in chunks[position:stop]:
+                        append(chunk)
+                        count += 1
+                        partial = new_compact_snapshot(PartialAssistantMessage)
+                        partial._header = header
+                        partial._states = sole
+                        partial._count = count
+                        partial._parse_args = None
+                        partial._content = None
+                        if twin is None:
+                            add(make(index, chunk, partial))
+                            continue
+                        # make(index, chunk, partial) with the factory's body inline: one
+                        # Python frame less per token (-3.4% instructions per faux call).
+                        delta: Any = twin()
+                        delta.type = type_name
+                        delta.content_index = index
+                        delta.delta = chunk
+                        delta.partial = partial
+                        delta.extra = None
+                        delta.__class__ = kind
+                        add(delta)
+                    if stop >= total:
+                        countdown -= total - position
+                        break
+                    # The countdown ran out before chunks[stop]: end the run, and count
+                    # chunks[stop] as the first of the next `period`.
+                    position = stop
+                    countdown = period + 1
+                    yield run
+                    run = []
+                    add = run.append
+            else:
+                for chunk in chunks:
+                    countdown -= 1
+                    if countdown == 0:
+                        countdown = period
+                        yield run
+                        run = []
+                        add = run.append
+                    append(chunk)
+                    add(make(index, chunk, snapshot()))
+            add(_close_block(builder, block, index, text, snapshot))
+        add(_terminal_event(message))
+        yield run
+
+    async def _paced_answer(
+        self, message: AssistantMessage, out: AssistantMessageEventStream
+    ) -> None:
+        """Stream ``message`` as pi's faux does at ``tokens_per_second``, from its own task."""
+        builder = AssistantMessageBuilder.for_message(message)
+        out.attach(builder)
+        snapshot = builder.snapshot
+        await out.emit(_start_event(snapshot()))
+        for block in message.content:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            index, text, kind, event = _open_block(builder, block, snapshot)
+            await out.emit(event)
+            chunks = _split(text, self._min, self._max, self._rng)
+            await self._paced_deltas(out, builder, index, chunks, DELTA_FACTORIES[kind])
+            await out.emit(_close_block(builder, block, index, text, snapshot))
+        await out.emit(_terminal_event(message))
 
     async def _paced_deltas(
         self,
@@ -506,7 +682,6 @@ class FauxProvider:
         index: int,
         chunks: list[str],
         make: Callable[[int, str, Any], Any],
-        tps: float,
     ) -> None:
         """Stream ``chunks`` into block ``index``, each ``tokens / tokens_per_second`` after
         the one before, delivered by the run's shared pacing clock (``_pacing``: no Trio
@@ -516,6 +691,8 @@ class FauxProvider:
         append = builder.chunk_appender(index)
         snapshot = builder.snapshot
         offer = out.offer
+        tps = self._tps
+        assert tps is not None
 
         def delay(chunk: str) -> float:
             return _estimate_tokens(chunk) / tps
@@ -532,139 +709,59 @@ class FauxProvider:
             del stopped  # not kept across the next wait (the cyclic GC would promote it)
             stopped = await pacer.feed_on()
 
-    async def _stream_deltas(
-        self, message: AssistantMessage, out: AssistantMessageEventStream
-    ) -> None:
-        """Stream ``message`` block by block as pi's faux does.
 
-        One frame for the whole answer (a call's fixed cost is most of a short answer's):
-        the builder reads its header from ``message`` itself, events are built positionally,
-        and at unlimited speed the per-token loop is inline, with a checkpoint before every
-        ``yield_every``-th chunk of the whole answer (0: only when the consumer is a whole
-        buffer behind and the push waits for room).
-        """
-        builder = AssistantMessageBuilder.for_message(message)
-        out.attach(builder)
-        checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
-        await checkpoint_if_cancelled()
-        snapshot = builder.snapshot
-        emit = out.emit
-        offer = out.offer
-        event: AssistantMessageEvent = _start_event(snapshot())
-        await emit(event)
-        tps = self._tps
-        every = self._yield_every
-        # A countdown across the blocks, not a modulo per chunk: a checkpoint every `every`
-        # chunks (0: none), the batched deltas handed over at least every `period`.
-        period = every if every else OFFER_BATCH
-        countdown = period
-        min_size, max_size, rng = self._min, self._max, self._rng
-        # Partial blocks carry no signatures, as in pi: the final message has them.
-        for block in message.content:
-            await checkpoint_if_cancelled()
-            if isinstance(block, TextContent):
-                index = builder.add_text()
-                text = block.text
-                kind: DeltaEventType = TextDeltaEvent
-                event = _text_start(index, snapshot())
-            elif isinstance(block, ThinkingContent):
-                index = builder.add_thinking()
-                text = block.thinking
-                kind = ThinkingDeltaEvent
-                event = _thinking_start(index, snapshot())
-            else:
-                index = builder.add_tool_call(id=block.id, name=block.name)
-                text = _json(block.arguments)
-                kind = ToolCallDeltaEvent
-                event = _tool_call_start(index, snapshot())
-            await emit(event)
-            make = DELTA_FACTORIES[kind]
-            chunks = _split(text, min_size, max_size, rng)
-            if tps is not None and tps > 0:
-                await self._paced_deltas(out, builder, index, chunks, make, tps)
-            else:
-                append = builder.chunk_appender(index)
-                sole = builder.sole_block(index)
-                if sole is not None:
-                    # The usual answer, one block: its snapshots built here, without a
-                    # call per token (what builder.snapshot() returns in this case).
-                    # The deltas between two checkpoints go over in one offer_many.
-                    header = builder.header
-                    count = len(sole.chunks)
-                    twin, type_name = _DELTA_TWINS[kind]
-                    batch: list[AssistantMessageEvent] = []
-                    add = batch.append
-                    # The chunks in runs, each up to the chunk the countdown runs out
-                    # before: no countdown test per token, the same checkpoints.
-                    position, total = 0, len(chunks)
-                    while True:
-                        stop = position + countdown - 1
-                        if stop > total:
-                            stop = total
-                        for chunk in chunks[position:stop]:
-                            append(chunk)
-                            count += 1
-                            partial = new_compact_snapshot(PartialAssistantMessage)
-                            partial._header = header
-                            partial._states = sole
-                            partial._count = count
-                            partial._parse_args = None
-                            partial._content = None
-                            if twin is None:
-                                add(make(index, chunk, partial))
-                                continue
-                            # make(index, chunk, partial) with the factory's body inline: one
-                            # Python frame less per token (-3.4% instructions per faux call).
-                            delta: Any = twin()
-                            delta.type = type_name
-                            delta.content_index = index
-                            delta.delta = chunk
-                            delta.partial = partial
-                            delta.extra = None
-                            delta.__class__ = kind
-                            add(delta)
-                        if stop >= total:
-                            countdown -= total - position
-                            break
-                        # The countdown ran out before chunks[stop]: hand over, checkpoint,
-                        # and count chunks[stop] as the first of the next `period`.
-                        position = stop
-                        countdown = period + 1
-                        if batch:
-                            await _offer_all(out, batch)
-                        if every:
-                            await trio.lowlevel.checkpoint()
-                    if batch:
-                        await _offer_all(out, batch)
-                else:
-                    for chunk in chunks:
-                        countdown -= 1
-                        if countdown == 0:
-                            countdown = period
-                            if every:
-                                await trio.lowlevel.checkpoint()
-                        append(chunk)
-                        item = make(index, chunk, snapshot())
-                        if not offer(item):
-                            await out.push(item)
-            if isinstance(block, TextContent):
-                event = _text_end(index, text, snapshot())
-            elif isinstance(block, ThinkingContent):
-                event = _thinking_end(index, text, snapshot())
-            else:
-                builder.set_arguments(index, block.arguments)
-                event = _tool_call_end(index, block, snapshot())
-            await emit(event)
-        stop_reason = message.stop_reason
-        if stop_reason == "error" or stop_reason == "aborted":
-            event = _error_event(stop_reason, message)
-        else:
-            event = _done_event(stop_reason, message)
-        await emit(event)
+def _open_block(
+    builder: AssistantMessageBuilder,
+    block: AssistantContentBlock,
+    snapshot: Callable[[], PartialAssistantMessage],
+) -> tuple[int, str, DeltaEventType, AssistantMessageEvent]:
+    """Add ``block`` to the builder: its index, the text its deltas carry, their class, and
+    the block's start event."""
+    start: AssistantMessageEvent
+    if isinstance(block, TextContent):
+        index = builder.add_text()
+        start = _text_start(index, snapshot())
+        return index, block.text, TextDeltaEvent, start
+    if isinstance(block, ThinkingContent):
+        index = builder.add_thinking()
+        start = _thinking_start(index, snapshot())
+        return index, block.thinking, ThinkingDeltaEvent, start
+    index = builder.add_tool_call(id=block.id, name=block.name)
+    start = _tool_call_start(index, snapshot())
+    return index, _json(block.arguments), ToolCallDeltaEvent, start
+
+
+def _close_block(
+    builder: AssistantMessageBuilder,
+    block: AssistantContentBlock,
+    index: int,
+    text: str,
+    snapshot: Callable[[], PartialAssistantMessage],
+) -> AssistantMessageEvent:
+    """The end event of block ``index``, its deltas all streamed."""
+    end: AssistantMessageEvent
+    if isinstance(block, TextContent):
+        end = _text_end(index, text, snapshot())
+    elif isinstance(block, ThinkingContent):
+        end = _thinking_end(index, text, snapshot())
+    else:
+        builder.set_arguments(index, block.arguments)
+        end = _tool_call_end(index, block, snapshot())
+    return end
+
+
+def _terminal_event(message: AssistantMessage) -> AssistantMessageEvent:
+    stop_reason = message.stop_reason
+    terminal: AssistantMessageEvent
+    if stop_reason == "error" or stop_reason == "aborted":
+        terminal = _error_event(stop_reason, message)
+    else:
+        terminal = _done_event(stop_reason, message)
+    return terminal
 
 
 async def _offer_all(out: AssistantMessageEventStream, batch: list[AssistantMessageEvent]) -> None:
-    """Hand ``batch`` to the consumer in order, waiting for room as `push` does, and empty it.
+    """Hand ``batch`` to the consumer in order, waiting for room as `push` does.
 
     After a push that waited the consumer has made room again: the rest goes over in one
     `offer_many`, not a push (and a scheduler pass) per event."""
@@ -675,7 +772,6 @@ async def _offer_all(out: AssistantMessageEventStream, batch: list[AssistantMess
         taken += 1
         if taken < n:
             taken += out.offer_many(batch[taken:])
-    batch.clear()
 
 
 def register_faux_provider(

@@ -16,7 +16,7 @@ from typing import Final, TypeAlias
 import trio
 
 from pitrio._exceptions import UsageError
-from pitrio.channels import EventStream
+from pitrio.channels import EventSource, EventStream
 from pitrio.providers._events import (
     AssistantMessageEvent,
     ErrorEvent,
@@ -35,6 +35,7 @@ ABORTED_MESSAGE: Final = "Request was aborted"
 NOT_ABORTABLE: Final = (
     "this stream has no abort of its own: cancel the scope that started it (abort the agent)"
 )
+ENDED_WITHOUT_TERMINAL: Final = "Provider ended the stream without a done or error event"
 DEFAULT_OPTIONS: Final = StreamOptions()
 
 
@@ -92,6 +93,12 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         self._abort_requested = True
         if self._scope is not None:
             self._scope.cancel()
+        elif self._source is not None:  # an inline provider: it ends here, as it is
+            source, self._source = self._source, None
+            source.close()
+            self._end_with(
+                ErrorEvent(reason="aborted", error=self._finish_message("aborted", ABORTED_MESSAGE))
+            )
 
     def finish_aborted(self) -> AssistantMessage:
         """The message as it stands, ended ``aborted`` (for a consumer cancelled mid-stream).
@@ -112,6 +119,14 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
             )
         builder.update(stop_reason=stop_reason, error_message=error_message, timestamp=now_ms())
         return builder.build()
+
+    def _source_ended(self) -> None:
+        message = self._finish_message("error", ENDED_WITHOUT_TERMINAL)
+        self._end_with(ErrorEvent(reason="error", error=message))
+
+    def _source_failed(self, exc: Exception) -> None:
+        message = self._finish_message("error", _error_text(exc))
+        self._end_with(ErrorEvent(reason="error", error=message))
 
     async def _run(
         self, fn: ProviderStreamFn, model: Model, context: Context, options: StreamOptions
@@ -134,9 +149,7 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
                 message = self._finish_message("aborted", ABORTED_MESSAGE)
                 await self.emit(ErrorEvent(reason="aborted", error=message))
             else:
-                message = self._finish_message(
-                    "error", "Provider ended the stream without a done or error event"
-                )
+                message = self._finish_message("error", ENDED_WITHOUT_TERMINAL)
                 await self.emit(ErrorEvent(reason="error", error=message))
         self.end()
 
@@ -167,3 +180,17 @@ turned into one by the driver. Cancellation must be allowed to propagate.
 def _error_text(exc: BaseException) -> str:
     text = str(exc)
     return text if text else type(exc).__name__
+
+
+InlineStreamFn: TypeAlias = Callable[
+    [Model, Context, StreamOptions, AssistantMessageEventStream],
+    "EventSource[AssistantMessageEvent] | None",
+]
+"""A provider's inline form, for a provider that computes its answer (no I/O to wait on).
+
+Called instead of starting the provider's task: it returns the source the consumer runs in
+its own task (`EventStream.feed_from`), following the `ProviderStreamFn` contract with runs
+of events in place of pushes (the completion event last), or None to be run as a task this
+time (say, a paced answer). It must not block; an abort closes the source and ends the
+stream with what the attached builder holds.
+"""

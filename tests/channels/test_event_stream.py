@@ -356,3 +356,142 @@ async def test_receive_all_nowait_unblocks_a_waiting_producer(autojump_clock):
         await trio.testing.wait_all_tasks_blocked()
         assert [e.value for e in stream.receive_all_nowait()] == [1]
     assert [e.value for e in stream.receive_all_nowait()] == [2]
+
+
+# -- a source run by the consumer (feed_from) ---------------------------------------------------
+
+
+def steps_of_this_task(record: list[int], stream: EventStream[Ev, int]) -> trio.abc.Instrument:
+    """An instrument noting, after each step of the calling task, how much is buffered."""
+    me = trio.lowlevel.current_task()
+
+    class Steps(trio.abc.Instrument):
+        def after_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task is me:
+                record.append(stream.statistics().buffered)
+
+    return Steps()
+
+
+async def test_a_source_is_run_by_the_consumer_a_run_per_step():
+    """The consumer runs the source itself: each run is buffered whole, in order, and the
+    consumer yields to the scheduler before every run but the first (a step per run); the
+    completion event ends the stream, its result recorded, and closes the source."""
+    closed: list[bool] = []
+
+    def source():
+        try:
+            yield [Ev("a", 1), Ev("a", 2)]
+            yield [Ev("a", 3)]
+            yield [Ev("a", 4), Ev("done", 9)]
+            yield [Ev("never")]
+        finally:
+            closed.append(True)
+
+    stream = make_stream()
+    stream.feed_from(source())
+    buffered_at_step_end: list[int] = []
+    instrument = steps_of_this_task(buffered_at_step_end, stream)
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        received = await collect(stream)
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+    assert [e.value for e in received] == [1, 2, 3, 4, 9]
+    assert closed == [True]
+    assert await stream.result() == 9
+    # Two steps ended, at the checkpoints before runs 2 and 3, the run before each all taken.
+    assert buffered_at_step_end == [0, 0]
+
+
+async def test_a_sources_awaitable_is_awaited_by_the_consumer_and_its_value_sent_back():
+    """An awaitable the source yields in place of a run is awaited in the consumer's task and
+    its value sent back in (an async callback inside a computed answer)."""
+
+    async def answer() -> int:
+        await trio.lowlevel.checkpoint()
+        return 5
+
+    def source():
+        value = yield answer()
+        yield [Ev("a", value), Ev("done", value * 2)]
+
+    stream = make_stream()
+    stream.feed_from(source())
+    assert [e.value for e in await collect(stream)] == [5, 10]
+    assert await stream.result() == 10
+
+
+async def test_a_source_that_returns_without_completion_ends_the_stream_without_a_result():
+    """A source that stops early ends the iteration after its events; result() raises."""
+
+    def source():
+        yield [Ev("a", 1)]
+
+    stream = make_stream()
+    stream.feed_from(source())
+    assert [e.value for e in await collect(stream)] == [1]
+    with pytest.raises(StreamEndedWithoutResult):
+        await stream.result()
+
+
+async def test_a_source_that_raises_raises_in_the_consumer_and_ends_the_stream():
+    """An exception from the source comes out of the consumer's wait; the stream is ended."""
+
+    def source():
+        yield [Ev("a", 1)]
+        raise ValueError("broken source")
+
+    stream = make_stream()
+    stream.feed_from(source())
+    received: list[Ev] = []
+    with pytest.raises(ValueError, match="broken source"):
+        async for event in stream:
+            received.append(event)
+    assert received == [Ev("a", 1)]
+    assert stream.statistics().done
+
+
+async def test_closing_the_consumer_side_closes_the_source():
+    """close() (and so aclose and ``async with``) closes an unfinished source at once."""
+    closed: list[bool] = []
+
+    def source():
+        try:
+            while True:
+                yield [Ev("a")]
+        finally:
+            closed.append(True)
+
+    stream = make_stream()
+    stream.feed_from(source())
+    async with stream:
+        assert (await stream.__anext__()).kind == "a"
+    assert closed == [True]
+    with pytest.raises(trio.ClosedResourceError):
+        await stream.__anext__()
+
+
+async def test_result_runs_the_source_for_a_stream_nobody_reads_up_to_its_buffer(autojump_clock):
+    """result() runs the source while the buffer has room: a short answer completes with
+    nobody iterating; a long one stops a buffer ahead and waits for the consumer."""
+
+    def short():
+        yield [Ev("a", 1)]
+        yield [Ev("done", 3)]
+
+    stream = make_stream(max_buffer=4)
+    stream.feed_from(short())
+    assert await stream.result() == 3
+    assert stream.statistics().buffered == 2
+
+    def endless():
+        while True:
+            yield [Ev("a"), Ev("a")]
+
+    stream = make_stream(max_buffer=4)
+    stream.feed_from(endless())
+    with trio.move_on_after(TIMEOUT) as scope:  # result() parks: nothing else can run it
+        await stream.result()
+    assert scope.cancelled_caught
+    assert stream.statistics().buffered == 4

@@ -14,6 +14,7 @@ import trio
 
 from pitrio.codec import from_wire, to_wire
 from pitrio.providers import (
+    ApiProvider,
     AssistantMessage,
     AssistantMessageEvent,
     Context,
@@ -43,14 +44,18 @@ from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
 
 
 @contextmanager
-def after_each_step_of_its_children(callback: Callable[[], None]) -> Iterator[None]:
-    """Call ``callback`` after every step of a task spawned in a nursery that the calling task
-    opened (a provider task started with ``start_stream``), while the block runs."""
-    parent = trio.lowlevel.current_task()
+def after_each_step(callback: Callable[[], None], *, of: str) -> Iterator[None]:
+    """Call ``callback`` after every step, while the block runs, of the calling task
+    (``of="self"``: the consumer, running an inline provider) or of a task spawned in a nursery
+    it opened (``of="children"``: a provider task started with ``start_stream``)."""
+    me = trio.lowlevel.current_task()
 
     class Steps(trio.abc.Instrument):
         def after_task_step(self, task: trio.lowlevel.Task) -> None:
-            if task.parent_nursery is not None and task.parent_nursery.parent_task is parent:
+            if of == "self":
+                if task is me:
+                    callback()
+            elif task.parent_nursery is not None and task.parent_nursery.parent_task is me:
                 callback()
 
     instrument = Steps()
@@ -59,6 +64,15 @@ def after_each_step_of_its_children(callback: Callable[[], None]) -> Iterator[No
         yield
     finally:
         trio.lowlevel.remove_instrument(instrument)
+
+
+def as_a_task(faux: FauxProvider, registry: ProviderRegistry) -> Model:
+    """A model whose API serves ``faux`` without its inline form: each call is a task."""
+    faux_api = registry.resolve(faux.api)
+    registry.register(ApiProvider(api="faux-as-a-task", stream=faux_api.stream))
+    model = faux.get_model()
+    assert model is not None
+    return attrs.evolve(model, api="faux-as-a-task")
 
 
 @pytest.fixture
@@ -271,6 +285,57 @@ async def test_tokens_per_second_paces_the_stream(
     assert trio.current_time() - start == pytest.approx(10 * 0.020)
 
 
+@pytest.mark.parametrize("paced", [False, True])
+async def test_an_unpaced_answer_runs_in_the_consumers_task_a_paced_one_in_its_own(
+    autojump_clock: trio.testing.MockClock, registry: ProviderRegistry, paced: bool
+) -> None:
+    """At unlimited speed the faux spawns no task: the consumer computes the answer as it
+    reads (the nursery stays empty, the response is taken at the first read); a paced answer
+    sleeps between chunks, so it runs as a task in the starter's nursery. Same events."""
+    faux = register_faux_provider(
+        api="faux",
+        token_size=(1, 1),
+        tokens_per_second=1_000 if paced else None,
+        registry=registry,
+    )
+    faux.set_responses([faux_assistant_message("abcd" * 10)])
+    model = faux.get_model()
+    assert model is not None
+    async with trio.open_nursery() as nursery:
+        events = start_stream(nursery, model, Context(), registry=registry)
+        assert len(nursery.child_tasks) == (1 if paced else 0)
+        assert faux.pending_count == 1  # nothing ran yet either way
+        types = [event.type async for event in events]
+    assert faux.pending_count == 0
+    assert types == ["start", "text_start"] + ["text_delta"] * 10 + ["text_end", "done"]
+
+
+async def test_an_inline_answer_aborted_from_another_task_ends_at_once(
+    autojump_clock: trio.testing.MockClock, faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """abort() from a task that is not the reader ends an inline stream on the spot: result()
+    returns the aborted message (with what was streamed) though nobody reads, and the reader
+    then gets what was buffered, then the aborted error event, and nothing more."""
+    faux.set_responses([faux_assistant_message("abcd" * 1_000)])
+    model = faux.get_model()
+    assert model is not None
+    async with stream_simple(model, Context(), registry=registry) as events:
+        first = [await events.__anext__() for _ in range(5)]  # start, text_start, 3 deltas
+
+        async def abort_it() -> None:
+            events.abort()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(abort_it)
+        result = await events.result()
+        rest = [event async for event in events]
+    assert result.stop_reason == "aborted"
+    deltas = [e for e in first + rest if isinstance(e, TextDeltaEvent)]
+    assert result.text() == "".join(d.delta for d in deltas)
+    assert 3 <= len(deltas) < 1_000
+    assert isinstance(rest[-1], ErrorEvent) and rest[-1].error is result
+
+
 def test_helpers_build_pi_shaped_messages() -> None:
     """faux_text/faux_thinking/faux_tool_call/faux_assistant_message match pi's helpers."""
     sample = load_json("wire_samples.json")["assistant_message_faux_helper"]
@@ -412,26 +477,34 @@ async def test_batched_deltas_arrive_whole_and_in_order_for_any_buffer(
     assert (await events.result()).content == (TextContent(text=text),)
 
 
-async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_per_wake_up(
-    registry: ProviderRegistry,
+@pytest.mark.parametrize("form", ["inline", "task"])
+async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_at_a_time(
+    registry: ProviderRegistry, form: str
 ) -> None:
-    """A burst the consumer's buffer cannot hold (yield_every above the buffer size) waits for
-    room, then hands the consumer as much as fits at once: a scheduler step of the provider
-    per buffer's worth, not one per remaining delta (that made yield_every=1000 ~4x slower)."""
+    """A burst the consumer's buffer cannot hold (yield_every above the buffer size) goes over
+    a buffer's worth at a time: inline, the consumer runs the faux in runs no longer than its
+    buffer (the buffer never holds more); as a task, the provider waits for room, then hands
+    over as much as fits at once. Either way a scheduler step per buffer's worth, not one per
+    remaining delta (that made yield_every=1000 ~4x slower)."""
     faux = register_faux_provider(
         api="faux", token_size=(1, 1), registry=registry, yield_every=1000
     )
+    model = as_a_task(faux, registry) if form == "task" else faux.get_model()
+    assert model is not None
     text = "".join(f"{i:04d}" for i in range(400))  # 400 deltas, one burst
     faux.set_responses([faux_assistant_message(text)])
-    model = faux.get_model()
-    assert model is not None
-    steps: dict[str, int] = {"producer": 0}
+    steps = 0
+    most_buffered = 0
+    events: Any = None
 
     def count() -> None:
-        steps["producer"] += 1
+        nonlocal steps, most_buffered
+        steps += 1
+        if events is not None:
+            most_buffered = max(most_buffered, events.statistics().buffered)
 
     deltas: list[str] = []
-    with after_each_step_of_its_children(count):
+    with after_each_step(count, of="self" if form == "inline" else "children"):
         async with trio.open_nursery() as nursery:
             events = start_stream(
                 nursery, model, Context(messages=()), registry=registry, max_buffer=16
@@ -441,32 +514,36 @@ async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_per_wake_up(
                     deltas.append(event.delta)
     assert deltas == [f"{i:04d}" for i in range(400)]
     # 400 deltas through 16 places: ~25 hand-overs; one per delta would be ~385 steps.
-    assert steps["producer"] <= 2 * 400 // 16 + 10
+    assert 400 // 16 <= steps <= 2 * 400 // 16 + 10
+    assert most_buffered <= 16 + 3  # a run's deltas, its block's start and end, the done
 
 
+@pytest.mark.parametrize("form", ["inline", "task"])
 @pytest.mark.parametrize("yield_every", [1, 2, 7])
 async def test_the_unlimited_stream_checkpoints_before_every_yield_every_th_chunk(
-    registry: ProviderRegistry, yield_every: int
+    registry: ProviderRegistry, yield_every: int, form: str
 ) -> None:
     """At unlimited speed the faux yields to the scheduler before chunk k, k = yield_every,
     2 * yield_every, ... counted across the whole answer (thinking, then text here), and at
-    no other chunk: each step of the provider task (a Trio instrument records the events
-    pushed by its end) stops just before such a chunk, the last one after the whole answer."""
+    no other chunk: each step of the task running it (the consumer, for the inline faux; the
+    provider's task otherwise), as a Trio instrument sees by the events buffered at its end,
+    stops just before such a chunk, the last one after the whole answer."""
     faux = register_faux_provider(
         api="faux", token_size=(1, 1), registry=registry, yield_every=yield_every
     )
+    model = as_a_task(faux, registry) if form == "task" else faux.get_model()
+    assert model is not None
     thinking = "".join(f"t{i:03d}" for i in range(20))
     text = "".join(f"x{i:03d}" for i in range(30))
     faux.set_responses([faux_assistant_message([faux_thinking(thinking), faux_text(text)])])
-    model = faux.get_model()
-    assert model is not None
-    pushed_by_step: list[int] = []  # events pushed so far, after each step of the provider
+    pushed_by_step: list[int] = []  # events buffered so far, after each step
     events: Any = None
 
     def record() -> None:
-        pushed_by_step.append(events.statistics().buffered)
+        if events is not None:
+            pushed_by_step.append(events.statistics().buffered)
 
-    with after_each_step_of_its_children(record):
+    with after_each_step(record, of="self" if form == "inline" else "children"):
         async with trio.open_nursery() as nursery:
             events = start_stream(
                 nursery, model, Context(messages=()), registry=registry, max_buffer=500
@@ -480,7 +557,8 @@ async def test_the_unlimited_stream_checkpoints_before_every_yield_every_th_chun
     # Where each step stopped, as the number of chunks built by then (the last: all of them).
     stopped_after = [chunk_number[n - 1] for n in pushed_by_step if n]
     checkpoints = [k for k in range(1, 51) if k % yield_every == 0]
-    assert stopped_after == [k - 1 for k in checkpoints] + [50]
+    assert stopped_after[: len(checkpoints) + 1] == [k - 1 for k in checkpoints] + [50]
+    assert set(stopped_after[len(checkpoints) :]) == {50}  # then only the consumer's own
 
 
 @pytest.mark.parametrize("in_place", [True, False])
