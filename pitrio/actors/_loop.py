@@ -280,6 +280,10 @@ class LoopController:
             await emit(AgentStartEvent())
             self._turn_open = True
             await emit(TurnStartEvent())
+            # The prompt is sent in a scheduler step of its own, not in the one that opened
+            # the run: many sessions starting at once run each such step in one pass, and a
+            # session's recording of its prompt made that the longest pass of the start.
+            await trio.lowlevel.checkpoint()
             await self._send_unsent()
             await self._loop()
         finally:

@@ -284,6 +284,32 @@ async def test_abort_during_streaming_ends_aborted(autojump_clock: trio.testing.
     assert_valid_transcript(agent.messages)
 
 
+async def test_a_runs_prompt_is_sent_in_a_later_scheduler_step_than_its_start() -> None:
+    """A run opens (agent_start, turn_start) in one scheduler step and sends its prompt's
+    messages in a later one: when many sessions start a prompt at once, the steps that record
+    their prompts are a pass of their own instead of lengthening the pass that opened them."""
+    faux, registry = make_faux()
+    faux.set_responses([assistant("hi")])
+    marks: list[str] = []
+
+    class StepEnds(trio.abc.Instrument):
+        def after_task_step(self, task: trio.lowlevel.Task) -> None:
+            if marks and marks[-1] != "|":
+                marks.append("|")
+
+    async with open_agent(model=faux.get_model(), registry=registry) as agent:
+        agent.subscribe(lambda event: marks.append(event.type))
+        instrument = StepEnds()
+        trio.lowlevel.add_instrument(instrument)
+        try:
+            await agent.prompt("go")
+        finally:
+            trio.lowlevel.remove_instrument(instrument)
+    start = marks.index("turn_start")
+    assert "|" in marks[start : marks.index("message_start")]
+    assert marks[: start + 1] == ["agent_start", "turn_start"]
+
+
 async def test_abort_during_a_tool_cancels_it(autojump_clock: trio.testing.MockClock) -> None:
     """Aborting while a tool runs cancels it; the transcript stays valid and the run ends."""
     faux, registry = make_faux()
