@@ -1,17 +1,17 @@
 """The floor of one LLM call's shape on this interpreter (no pi counterpart; no pitrio code).
 
-What the faux-alone row of ``compare_pi.py`` (scenario 1, ``--mode provider``) times is fixed
-in shape by the design: the provider runs as its own task in a nursery opened per call
-(``stream_simple``), every streamed delta is one event object, and the consumer takes each
-event with one ``async for`` step. This script times that shape with nothing else in it: the
-same two calls per prompt (7 events, then 207: an echo tool call, then 200 text deltas, the
-214 events per prompt of the benchmark), a minimal single-consumer stream (a deque, one
-waiting task, a checkpoint every 64 events as the faux's default), and events that are
-either prebuilt (``prebuilt``: Trio and ``async for`` alone) or made per event as a slotted
-object with five fields (``built``: plus the one object per delta). It prints microseconds
-per LLM call, the unit of the faux-alone row: pitrio's figure there minus ``built`` is what
-pitrio itself spends; pi's figure below ``built`` means the row cannot be won by any
-implementation of this shape on this interpreter.
+The faux-alone row of ``compare_pi.py`` (scenario 1, ``--mode provider``) has a shape fixed
+by the design: every streamed delta is one event object, and the consumer takes each event
+with one ``async for`` step. Since 2026-11-23 the faux at unlimited speed has no task: the
+consumer runs its answer itself, a run of up to 64 events at a time with a checkpoint before
+each run (``inline``); before, the provider ran as a task in a nursery opened per call
+(``task``, still the shape of every provider that waits on I/O). This script times both with
+nothing else in them: the same two calls per prompt (7 events, then 207: an echo tool call,
+then 200 text deltas, the 214 events per prompt of the benchmark), a minimal single-consumer
+stream, and events that are either prebuilt (``prebuilt``: Trio and ``async for`` alone) or
+made per event as a slotted object with five fields (``built``: plus the one object per
+delta). It prints microseconds per LLM call, the unit of the faux-alone row: pitrio's figure
+there minus ``built`` is what pitrio itself spends.
 
     python bench/call_floor.py --prompts 4000
 """
@@ -106,6 +106,75 @@ async def _produce_built(stream: _Stream, events: list[Any]) -> None:
     stream.end()
 
 
+class _Runs:
+    """The consumer runs the producer: a run of up to CHECKPOINT_EVERY events per step, with a
+    checkpoint before each run but the first (the inline faux's shape)."""
+
+    __slots__ = ("_buffer", "_runs", "_started")
+
+    def __init__(self, runs: Any) -> None:
+        self._buffer: collections.deque[Any] = collections.deque()
+        self._runs = runs
+        self._started = False
+
+    def __aiter__(self) -> _Runs:
+        return self
+
+    async def __anext__(self) -> Any:
+        buffer = self._buffer
+        while not buffer:
+            if self._runs is None:
+                raise StopAsyncIteration
+            if self._started:
+                await trio.lowlevel.checkpoint()
+            self._started = True
+            try:
+                buffer.extend(next(self._runs))
+            except StopIteration:
+                self._runs = None
+        return buffer.popleft()
+
+
+def _runs_prebuilt(events: list[Any]) -> Any:
+    for start in range(0, len(events), CHECKPOINT_EVERY):
+        yield events[start : start + CHECKPOINT_EVERY]
+
+
+def _runs_built(events: list[Any]) -> Any:
+    # _produce_built's loop, yielding runs instead of pushing (see there).
+    run: list[Any] = []
+    add = run.append
+    countdown = CHECKPOINT_EVERY
+    for chunk in events:
+        event = _Delta()
+        event.type = "text_delta"
+        event.content_index = 0
+        event.delta = chunk
+        event.partial = None
+        event.extra = None
+        add(event)
+        countdown -= 1
+        if countdown == 0:
+            countdown = CHECKPOINT_EVERY
+            yield run
+            run = []
+            add = run.append
+    yield run
+
+
+async def _inline_prompts(count: int, runs: Any) -> float:
+    calls = [["abcd"] * n for n in CALL_EVENTS]
+    taken = 0
+    start = time.perf_counter()
+    for _ in range(count):
+        for events in calls:
+            async for _event in _Runs(runs(events)):
+                taken += 1
+    elapsed = time.perf_counter() - start
+    assert taken == count * sum(CALL_EVENTS)
+    return elapsed * 1e6 / (count * len(CALL_EVENTS))
+
+
 async def _prompts(count: int, produce: Any) -> float:
     calls = [["abcd"] * n for n in CALL_EVENTS]
     taken = 0
@@ -124,9 +193,12 @@ async def _prompts(count: int, produce: Any) -> float:
 
 async def main_async(args: argparse.Namespace) -> None:
     result: dict[str, Any] = {"scenario": "call_floor", "prompts": args.prompts, **env()}
+    for name, runs in (("prebuilt", _runs_prebuilt), ("built", _runs_built)):
+        await _inline_prompts(args.warmup, runs)
+        result[f"{name}_us_per_call"] = round(await _inline_prompts(args.prompts, runs), 1)
     for name, produce in (("prebuilt", _produce_prebuilt), ("built", _produce_built)):
         await _prompts(args.warmup, produce)
-        result[f"{name}_us_per_call"] = round(await _prompts(args.prompts, produce), 1)
+        result[f"task_{name}_us_per_call"] = round(await _prompts(args.prompts, produce), 1)
     result["events_per_call"] = sum(CALL_EVENTS) / len(CALL_EVENTS)
     emit(result)
 
