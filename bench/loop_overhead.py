@@ -290,7 +290,7 @@ def main() -> None:
         type=int,
         default=DEFAULT_YIELD_EVERY,
         help="faux checkpoints every N deltas (default %(default)s; 1 = a scheduler pass per "
-        "delta; 0 = on backpressure)",
+        "delta; 0 = every OFFER_BATCH deltas)",
     )
     parser.add_argument(
         "--call",

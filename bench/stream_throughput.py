@@ -136,7 +136,7 @@ def main() -> None:
         type=int,
         default=DEFAULT_YIELD_EVERY,
         help="faux checkpoints after every N deltas (default %(default)s; 1 = a scheduler pass "
-        "per delta; 0 = only when the consumer is a buffer behind)",
+        "per delta; 0 = every OFFER_BATCH deltas)",
     )
     trio.run(main_async, parser.parse_args())
 

@@ -85,12 +85,15 @@ DEFAULT_MODEL_NAME: Final = "Faux Model"
 DEFAULT_BASE_URL: Final = "http://localhost:0"
 DEFAULT_TOKEN_SIZE: Final = (3, 5)
 """pi's default: each chunk is 3 to 5 "tokens" of 4 characters."""
-DEFAULT_YIELD_EVERY: Final = 64
+DEFAULT_YIELD_EVERY: Final = 128
 """Chunks an unlimited-speed stream sends between two checkpoints. pi waits one *microtask*
 per chunk, which lets its consumer run but never the event loop's timers or I/O; a Trio
-checkpoint is a full scheduler pass (~6 us, more than the chunk itself). Every subscriber still
-sees every event in order; other tasks wait at most 64 chunks (~0.2 ms) for their turn."""
-OFFER_BATCH: Final = 64
+checkpoint is a full scheduler pass (~3.6 us here, several chunks' worth). Every subscriber
+still sees every event in order; other tasks wait at most 128 chunks for their turn (~0.1 ms
+to a provider's bare reader, ~0.2 ms to an Agent and its subscribers: a chunk costs 0.6-1.5
+us to make and deliver), and a run of 128 deltas fills the stream's buffer
+(``ASSISTANT_STREAM_BUFFER``) and no more. 64 until the faux ran in its consumer's task."""
+OFFER_BATCH: Final = 128
 """At most this many deltas are built before they are handed over (``yield_every=0``)."""
 NO_MORE_RESPONSES: Final = "No more faux responses queued"
 
@@ -796,8 +799,9 @@ def register_faux_provider(
             ``None`` streams as fast as the consumer reads.
         token_size: (min, max) tokens per chunk, each token 4 characters; pi's (3, 5) by default.
         yield_every: at unlimited speed, checkpoint after every ``yield_every`` chunks
-            (`DEFAULT_YIELD_EVERY`; 1 is a scheduler pass per chunk); ``0`` yields only when
-            the consumer falls a buffer behind.
+            (`DEFAULT_YIELD_EVERY`; 1 is a scheduler pass per chunk); ``0``: every
+            `OFFER_BATCH` chunks (as a task, called through ``ApiProvider.stream``: only when
+            the consumer falls a buffer behind).
         registry: where to register; the default registry by default.
         seed: seeds the chunk-size choice for reproducible streams.
     """
