@@ -39,6 +39,7 @@ from ._event_log import EventLogSubscription as EventLogSubscription
 from ._event_log import EventLogSubscriptionStatistics as EventLogSubscriptionStatistics
 from ._event_log import Sequenced as Sequenced
 from ._event_log import Snapshot as Snapshot
+from ._event_stream import CHECKPOINT as CHECKPOINT
 from ._event_stream import EVENT_STREAM_BUFFER as EVENT_STREAM_BUFFER
 from ._event_stream import NOT_TAKEN as NOT_TAKEN
 from ._event_stream import EventSource as EventSource
@@ -59,6 +60,7 @@ from ._reply import Reply as Reply
 from ._reply import close_inbox as close_inbox
 
 __all__ = [
+    "CHECKPOINT",
     "COALESCE_OVERRUN",
     "DELIVERED",
     "EVENT_STREAM_BUFFER",

@@ -26,10 +26,14 @@ NOT_TAKEN: Final[Any] = object()
 """What a consumer's inline handler (see `EventStream.wait_readable`) returns for an event it
 leaves to the consumer's task: the event is then buffered and the consumer woken."""
 
+CHECKPOINT: Final[Any] = object()
+"""What a source (`EventStream.feed_from`) yields to have the consumer pass through the
+scheduler before it goes on (a cancellation point too)."""
+
 EventSource: TypeAlias = Generator["list[T] | Awaitable[Any]", Any, None]
 """A producer that runs in the consumer's task (see `EventStream.feed_from`): each step yields
-the next *run* of events as a list, or an awaitable the consumer awaits for it and sends the
-result back in (a callback that may be async)."""
+the next *run* of events as a list, `CHECKPOINT`, or an awaitable the consumer awaits for it
+and sends the result back in (a callback that may be async)."""
 
 EVENT_STREAM_BUFFER: Final = 64
 """Default number of events an `EventStream` holds before ``push`` blocks.
@@ -376,7 +380,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         most one run (the source keeps its runs within the stream's ``max_buffer``, its block
         boundary and completion events aside). An awaitable
         yielded instead of a run is awaited in the consumer's task and its value sent back
-        into ``source``.
+        into ``source``; `CHECKPOINT` only makes the consumer yield to the scheduler.
 
         The stream ends with the run holding its completion event (``source`` is then
         closed), or when ``source`` returns (`_source_ended`) or raises (`_source_failed`).
@@ -396,7 +400,11 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         try:
             run = source.send(None)
             while not isinstance(run, list):
-                value = await run
+                if run is CHECKPOINT:
+                    await trio.lowlevel.checkpoint()
+                    value = None
+                else:
+                    value = await self._await_for_source(run)
                 if self._source is not source:
                     return
                 run = source.send(value)
@@ -416,6 +424,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 source.close()
                 self._record(self._extract_result(last))
                 self._close_send()
+
+    async def _await_for_source(self, awaitable: Awaitable[Any]) -> Any:
+        """Await what the source is waiting for, in the consumer's task."""
+        return await awaitable
 
     def _source_ended(self) -> None:
         """The source returned without a completion event: the stream ends without a result."""

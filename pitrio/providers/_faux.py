@@ -27,7 +27,7 @@ import orjson
 import trio
 
 from pitrio._fast_init import layout_twin, positional_factory
-from pitrio.channels import EventSource
+from pitrio.channels import CHECKPOINT, EventSource
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
@@ -493,7 +493,11 @@ class FauxProvider:
             except StopIteration:
                 return
             if not isinstance(item, list):
-                value = await item
+                value = None
+                if item is CHECKPOINT:
+                    await trio.lowlevel.checkpoint()
+                else:
+                    value = await item
                 continue
             value = None
             last = item[-1]
@@ -560,7 +564,7 @@ class FauxProvider:
         )
         # The response is taken and the call counted (as pi's faux, before it looks at the
         # abort signal); an abort that came first stops the stream here, before its start.
-        yield trio.lowlevel.checkpoint()  # noqa: ASYNC105 (the consumer awaits it)
+        yield CHECKPOINT
         if self._paced:
             yield self._paced_answer(message, out)
             return

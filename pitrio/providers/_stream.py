@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import trio
 
@@ -91,14 +91,13 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         if not self._abortable:
             raise UsageError(NOT_ABORTABLE)
         self._abort_requested = True
-        if self._scope is not None:
+        if self._scope is not None:  # the provider's task, or what an inline one awaits
             self._scope.cancel()
-        elif self._source is not None:  # an inline provider: it ends here, as it is
+        if self._source is not None:  # an inline provider: it ends here, as it is
             source, self._source = self._source, None
             source.close()
-            self._end_with(
-                ErrorEvent(reason="aborted", error=self._finish_message("aborted", ABORTED_MESSAGE))
-            )
+            message = self._finish_message("aborted", ABORTED_MESSAGE)
+            self._end_with(ErrorEvent(reason="aborted", error=message))
 
     def finish_aborted(self) -> AssistantMessage:
         """The message as it stands, ended ``aborted`` (for a consumer cancelled mid-stream).
@@ -119,6 +118,17 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
             )
         builder.update(stop_reason=stop_reason, error_message=error_message, timestamp=now_ms())
         return builder.build()
+
+    async def _await_for_source(self, awaitable: Awaitable[Any]) -> Any:
+        # In a scope of its own, so that abort() cancels it as it would the provider's task
+        # (an async factory the faux is waiting for, say).
+        with trio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                return await awaitable
+            finally:
+                self._scope = None
+        return None  # aborted: the stream has ended and the source is closed
 
     def _source_ended(self) -> None:
         message = self._finish_message("error", ENDED_WITHOUT_TERMINAL)

@@ -9,7 +9,12 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pitrio.channels import EVENT_STREAM_BUFFER, EventStream, StreamEndedWithoutResult
+from pitrio.channels import (
+    CHECKPOINT,
+    EVENT_STREAM_BUFFER,
+    EventStream,
+    StreamEndedWithoutResult,
+)
 
 TIMEOUT = 10  # virtual seconds (autojump clock): only a deadlock can reach it
 
@@ -495,3 +500,24 @@ async def test_result_runs_the_source_for_a_stream_nobody_reads_up_to_its_buffer
         await stream.result()
     assert scope.cancelled_caught
     assert stream.statistics().buffered == 4
+
+
+async def test_a_source_yielding_checkpoint_makes_the_consumer_pass_through_the_scheduler():
+    """CHECKPOINT from a source is a scheduler pass of the consumer (and nothing is sent
+    back): the first run is then not in the consumer's first step."""
+
+    def source():
+        got = yield CHECKPOINT
+        yield [Ev("done", 1 if got is None else 2)]
+
+    stream = make_stream()
+    stream.feed_from(source())
+    buffered_at_step_end: list[int] = []
+    instrument = steps_of_this_task(buffered_at_step_end, stream)
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        received = await collect(stream)
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+    assert received == [Ev("done", 1)]
+    assert buffered_at_step_end == [0]

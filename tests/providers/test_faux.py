@@ -336,6 +336,39 @@ async def test_an_inline_answer_aborted_from_another_task_ends_at_once(
     assert isinstance(rest[-1], ErrorEvent) and rest[-1].error is result
 
 
+async def test_abort_cancels_the_async_factory_an_inline_answer_waits_for(
+    autojump_clock: trio.testing.MockClock, faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """An inline answer waiting for its async factory is aborted as a provider task would be:
+    the factory is cancelled and the reader gets the aborted error event at once."""
+    factory_cancelled: list[bool] = []
+
+    async def never(*_: Any) -> AssistantMessage:
+        try:
+            await trio.sleep_forever()
+        finally:
+            factory_cancelled.append(True)
+        raise AssertionError("unreachable")
+
+    faux.set_responses([never])
+    model = faux.get_model()
+    assert model is not None
+    with trio.fail_after(60):
+        async with stream_simple(model, Context(), registry=registry) as events:
+
+            async def abort_soon() -> None:
+                await trio.sleep(1)
+                events.abort()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(abort_soon)
+                seen = [event async for event in events]
+    assert factory_cancelled == [True]
+    assert [e.type for e in seen] == ["error"]
+    assert seen[0].error.stop_reason == "aborted"
+    assert trio.current_time() == pytest.approx(1)
+
+
 def test_helpers_build_pi_shaped_messages() -> None:
     """faux_text/faux_thinking/faux_tool_call/faux_assistant_message match pi's helpers."""
     sample = load_json("wire_samples.json")["assistant_message_faux_helper"]
