@@ -116,6 +116,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_is_complete",
         "_max_buffer",
         "_park",
+        "_pulled",
+        "_pulling",
         "_receiver",
         "_result",
         "_send_closed",
@@ -172,6 +174,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # A producer run in the consumer's task instead of a task of its own (feed_from).
         self._source: EventSource[T] | None = None
         self._source_started = False
+        self._pulling = False  # a task runs the source
+        self._pulled: Latch | None = None  # made by a task that found it so, to wait on
 
     @property
     def max_buffer(self) -> int:
@@ -389,15 +393,23 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._source = source
 
     async def _pull(self) -> None:
-        """Run the source to its next run of events and buffer them, in the consumer's task."""
+        """Run the source to its next run of events and buffer them, in the consumer's task
+        (or a `result` waiter's: whoever comes while another task runs it waits for that)."""
+        if self._pulling:  # another task runs the source (it may be awaiting for it)
+            others = self._pulled
+            if others is None:
+                others = self._pulled = Latch()
+            await others.wait()
+            return
+        self._pulling = True
         source = self._source
         assert source is not None
-        if self._source_started:
-            await trio.lowlevel.checkpoint()
-            if self._source is not source:  # closed, or ended (an abort), meanwhile
-                return
-        self._source_started = True
         try:
+            if self._source_started:
+                await trio.lowlevel.checkpoint()
+                if self._source is not source:  # closed, or ended (an abort), meanwhile
+                    return
+            self._source_started = True
             run = source.send(None)
             while not isinstance(run, list):
                 if run is CHECKPOINT:
@@ -416,6 +428,12 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             self._source = None
             self._source_failed(exc)
             return
+        finally:
+            self._pulling = False
+            others = self._pulled
+            if others is not None:
+                self._pulled = None
+                others.set()
         if run:
             self._buffer.extend(run)
             last = run[-1]

@@ -369,6 +369,36 @@ async def test_abort_cancels_the_async_factory_an_inline_answer_waits_for(
     assert trio.current_time() == pytest.approx(1)
 
 
+async def test_result_awaited_beside_the_reader_of_an_inline_answer_takes_no_turn_of_its_own(
+    autojump_clock: trio.testing.MockClock, faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """A task awaiting result() while the reader runs an inline answer (here parked in its
+    async factory) waits for the reader's run instead of running the answer itself: the
+    factory's message reaches both, every event reaches the reader once, in order."""
+
+    async def slow(*_: Any) -> AssistantMessage:
+        await trio.sleep(1)
+        return faux_assistant_message("abcd" * 300)
+
+    faux.set_responses([slow])
+    model = faux.get_model()
+    assert model is not None
+    results: list[AssistantMessage] = []
+    async with stream_simple(model, Context(), registry=registry) as events:
+
+        async def wait_for_result() -> None:
+            results.append(await events.result())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_for_result)
+            seen = [event async for event in events]
+    deltas = [e.delta for e in seen if isinstance(e, TextDeltaEvent)]
+    assert "".join(deltas) == "abcd" * 300
+    assert seen[-1].type == "done"
+    assert results == [seen[-1].message]
+    assert results[0].text() == "abcd" * 300
+
+
 def test_helpers_build_pi_shaped_messages() -> None:
     """faux_text/faux_thinking/faux_tool_call/faux_assistant_message match pi's helpers."""
     sample = load_json("wire_samples.json")["assistant_message_faux_helper"]
