@@ -150,6 +150,7 @@ from pitrio.providers._sse import SSEEvent as SSEEvent
 from pitrio.providers._stream import ABORTED_MESSAGE as ABORTED_MESSAGE
 from pitrio.providers._stream import ASSISTANT_STREAM_BUFFER as ASSISTANT_STREAM_BUFFER
 from pitrio.providers._stream import AssistantMessageEventStream as AssistantMessageEventStream
+from pitrio.providers._stream import InlineStreamFn as InlineStreamFn
 from pitrio.providers._stream import ProviderStreamFn as ProviderStreamFn
 from pitrio.providers._stream import now_ms as now_ms
 from pitrio.providers._transform import NO_RESULT_PROVIDED as NO_RESULT_PROVIDED
@@ -192,6 +193,7 @@ __all__ = [
     "FauxState",
     "HTTPStatusError",
     "ImageContent",
+    "InlineStreamFn",
     "InputKind",
     "InvalidStreamError",
     "Message",

@@ -121,7 +121,9 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
 
     async def _await_for_source(self, awaitable: Awaitable[Any]) -> Any:
         # In a scope of its own, so that abort() cancels it as it would the provider's task
-        # (an async factory the faux is waiting for, say).
+        # (an async factory the faux is waiting for, say); none when there is no abort.
+        if not self._abortable:
+            return await awaitable
         with trio.CancelScope() as scope:
             self._scope = scope
             try:
