@@ -366,16 +366,24 @@ async def test_receive_all_nowait_unblocks_a_waiting_producer(autojump_clock):
 # -- a source run by the consumer (feed_from) ---------------------------------------------------
 
 
-def steps_of_this_task(record: list[int], stream: EventStream[Ev, int]) -> trio.abc.Instrument:
-    """An instrument noting, after each step of the calling task, how much is buffered."""
+async def collect_noting_steps(stream: EventStream[Ev, int]) -> tuple[list[Ev], list[int]]:
+    """Iterate ``stream`` to its end, noting after each step of this task how much was
+    buffered (a Trio instrument): the events, and those counts."""
     me = trio.lowlevel.current_task()
+    buffered_at_step_end: list[int] = []
 
     class Steps(trio.abc.Instrument):
         def after_task_step(self, task: trio.lowlevel.Task) -> None:
             if task is me:
-                record.append(stream.statistics().buffered)
+                buffered_at_step_end.append(stream.statistics().buffered)
 
-    return Steps()
+    instrument = Steps()
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        received = await collect(stream)
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+    return received, buffered_at_step_end
 
 
 async def test_a_source_is_run_by_the_consumer_a_run_per_step():
@@ -395,13 +403,7 @@ async def test_a_source_is_run_by_the_consumer_a_run_per_step():
 
     stream = make_stream()
     stream.feed_from(source())
-    buffered_at_step_end: list[int] = []
-    instrument = steps_of_this_task(buffered_at_step_end, stream)
-    trio.lowlevel.add_instrument(instrument)
-    try:
-        received = await collect(stream)
-    finally:
-        trio.lowlevel.remove_instrument(instrument)
+    received, buffered_at_step_end = await collect_noting_steps(stream)
     assert [e.value for e in received] == [1, 2, 3, 4, 9]
     assert closed == [True]
     assert await stream.result() == 9
@@ -512,12 +514,6 @@ async def test_a_source_yielding_checkpoint_makes_the_consumer_pass_through_the_
 
     stream = make_stream()
     stream.feed_from(source())
-    buffered_at_step_end: list[int] = []
-    instrument = steps_of_this_task(buffered_at_step_end, stream)
-    trio.lowlevel.add_instrument(instrument)
-    try:
-        received = await collect(stream)
-    finally:
-        trio.lowlevel.remove_instrument(instrument)
+    received, buffered_at_step_end = await collect_noting_steps(stream)
     assert received == [Ev("done", 1)]
     assert buffered_at_step_end == [0]
