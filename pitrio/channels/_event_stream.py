@@ -378,13 +378,14 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         stream, here most of the work for a short answer. Whenever the consumer finds the
         buffer empty (``anext``, `wait_readable`, `result`), it runs ``source`` to its next
         yield and buffers the run of events yielded, yielding to the scheduler first unless
-        ``source`` has not started yet (its first step may take what it answers and yield an
-        awaitable checkpoint, as a provider task's first step would): the source decides how
-        often the consumer checkpoints by the length of its runs, and the buffer holds at
-        most one run (the source keeps its runs within the stream's ``max_buffer``, its block
-        boundary and completion events aside). An awaitable
+        ``source`` has not started yet (its first step may take what it answers and yield
+        `CHECKPOINT`, as a provider task's first step would reach its first checkpoint): the
+        source decides how often the consumer checkpoints by the length of its runs, and the
+        buffer holds at most one run (the source keeps its runs within the stream's
+        ``max_buffer``, its block boundary and completion events aside). An awaitable
         yielded instead of a run is awaited in the consumer's task and its value sent back
-        into ``source``; `CHECKPOINT` only makes the consumer yield to the scheduler.
+        into ``source``; `CHECKPOINT` only makes the consumer yield to the scheduler. One
+        task runs ``source`` at a time: another that needs it meanwhile waits for that run.
 
         The stream ends with the run holding its completion event (``source`` is then
         closed), or when ``source`` returns (`_source_ended`) or raises (`_source_failed`).
