@@ -531,7 +531,7 @@ class FauxProvider:
             if inspect.isawaitable(answered):
                 yield answered
         if step is None:
-            message = AssistantMessage(
+            resolved = AssistantMessage(
                 content=(),
                 api=self.api,
                 provider=self.provider,
@@ -540,12 +540,7 @@ class FauxProvider:
                 error_message=NO_MORE_RESPONSES,
                 timestamp=now_ms(),
             )
-            message = _with_usage_estimate(
-                message, context, options, self._prompt_cache, self.api, self.provider, model.id
-            )
-            yield [ErrorEvent(reason="error", error=message)]
-            return
-        if isinstance(step, AssistantMessage):
+        elif isinstance(step, AssistantMessage):
             resolved = step
         else:
             made = step(context, options, self.state, model)
@@ -564,7 +559,11 @@ class FauxProvider:
         )
         # The response is taken and the call counted (as pi's faux, before it looks at the
         # abort signal); an abort that came first stops the stream here, before its start.
+        # Every call passes here, so every call is a scheduler pass, an empty script's too.
         yield CHECKPOINT
+        if step is None:  # pi's faux sends the error alone, with no start event
+            yield [ErrorEvent(reason="error", error=message)]
+            return
         if self._paced:
             yield self._paced_answer(message, out)
             return

@@ -399,6 +399,20 @@ async def test_result_awaited_beside_the_reader_of_an_inline_answer_takes_no_tur
     assert results[0].text() == "abcd" * 300
 
 
+async def test_every_inline_call_passes_through_the_scheduler_an_empty_scripts_too(
+    faux: FauxProvider, registry: ProviderRegistry
+) -> None:
+    """A call that finds no scripted response still yields to the scheduler once before its
+    error event, as every inline call does: a loop of such calls cannot starve other tasks."""
+    model = faux.get_model()
+    assert model is not None
+    async with stream_simple(model, Context(), registry=registry) as events:
+        with trio.testing.assert_checkpoints():
+            seen = [event async for event in events]
+    assert [e.type for e in seen] == ["error"]
+    assert seen[0].error.error_message == "No more faux responses queued"
+
+
 def test_helpers_build_pi_shaped_messages() -> None:
     """faux_text/faux_thinking/faux_tool_call/faux_assistant_message match pi's helpers."""
     sample = load_json("wire_samples.json")["assistant_message_faux_helper"]
