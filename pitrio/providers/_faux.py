@@ -558,13 +558,15 @@ class FauxProvider:
             model.id,
         )
         # The response is taken and the call counted (as pi's faux, before it looks at the
-        # abort signal); an abort that came first stops the stream here, before its start.
-        # Every call passes here, so every call is a scheduler pass, an empty script's too.
-        yield CHECKPOINT
+        # abort signal). Every call is a scheduler pass, an empty script's too: here, before
+        # its start (an abort that came meanwhile stops it there), or, for an answer longer
+        # than a run, between its runs (`_runs`).
         if step is None:  # pi's faux sends the error alone, with no start event
+            yield CHECKPOINT
             yield [ErrorEvent(reason="error", error=message)]
             return
         if self._paced:
+            yield CHECKPOINT
             yield self._paced_answer(message, out)
             return
         # The stream holds this generator (an inline source): no reference back to it from
@@ -581,36 +583,43 @@ class FauxProvider:
         A run ends just before the chunk a checkpoint is due at: every ``yield_every``-th
         chunk of the whole answer, counted across its blocks (``0``: every `OFFER_BATCH`-th),
         and never later than ``out``'s buffer is full of deltas; the last run ends with the
-        terminal event. One frame for the whole answer (a call's fixed cost is most of a short
-        answer's): the builder reads its header from ``message`` itself and events are built
-        positionally.
+        terminal event. An answer of one run yields `CHECKPOINT` first, before its start
+        event: every call passes through the scheduler once, and a longer answer does so
+        between its runs (one pass fewer per call). One frame for the whole answer (a call's
+        fixed cost is most of a short answer's): the builder reads its header from
+        ``message`` itself and events are built positionally.
         """
-        builder = AssistantMessageBuilder.for_message(message)
-        out.attach(builder)
-        snapshot = builder.snapshot
-        run: list[AssistantMessageEvent] = [_start_event(snapshot())]
-        add = run.append
         period = self._yield_every or OFFER_BATCH
         if out.max_buffer < period:
             period = max(1, out.max_buffer)
+        min_size, max_size, rng = self._min, self._max, self._rng
+        blocks = message.content
+        texts = [_block_text(block) for block in blocks]
+        splits = [_split(text, min_size, max_size, rng) for text in texts]
+        if sum(map(len, splits)) < period:  # one run: no pass between runs
+            yield CHECKPOINT
+        builder = AssistantMessageBuilder.for_message(message)
+        out.attach(builder)
         del out  # see _answer
+        snapshot = builder.snapshot
+        run: list[AssistantMessageEvent] = [_start_event(snapshot())]
+        add = run.append
         # A countdown across the blocks, not a modulo per chunk.
         countdown = period
-        min_size, max_size, rng = self._min, self._max, self._rng
         # Partial blocks carry no signatures, as in pi: the final message has them.
-        for block in message.content:
-            index, text, kind, event = _open_block(builder, block, snapshot)
+        for block, text, chunks in zip(blocks, texts, splits, strict=True):
+            index, kind, event = _open_block(builder, block, snapshot)
             add(event)
             make = DELTA_FACTORIES[kind]
-            chunks = _split(text, min_size, max_size, rng)
-            append = builder.chunk_appender(index)
+            twin, type_name = _DELTA_TWINS[kind]
             sole = builder.sole_block(index)
-            if sole is not None:
+            if sole is not None and twin is not None:
                 # The usual answer, one block: its snapshots built here, without a call per
-                # token (what builder.snapshot() returns in this case).
+                # token (what builder.snapshot() returns in this case), and its deltas too
+                # (the factory's body inline: one Python frame less per token).
                 header = builder.header
                 count = len(sole.chunks)
-                twin, type_name = _DELTA_TWINS[kind]
+                extend = sole.chunks.extend
                 # The chunks in stretches, each up to the chunk the countdown runs out
                 # before: no countdown test per token, the same run boundaries.
                 position, total = 0, len(chunks)
@@ -618,8 +627,12 @@ class FauxProvider:
                     stop = position + countdown - 1
                     if stop > total:
                         stop = total
-                    for chunk in chunks[position:stop]:
-                        append(chunk)
+                    stretch = chunks[position:stop]
+                    # The builder takes a stretch at once (a snapshot reads its block's
+                    # chunks only when its content is read); it holds what the runs so far
+                    # carry whenever a run ends.
+                    extend(stretch)
+                    for chunk in stretch:
                         count += 1
                         partial = new_compact_snapshot(PartialAssistantMessage)
                         partial._header = header
@@ -627,11 +640,6 @@ class FauxProvider:
                         partial._count = count
                         partial._parse_args = None
                         partial._content = None
-                        if twin is None:
-                            add(make(index, chunk, partial))
-                            continue
-                        # make(index, chunk, partial) with the factory's body inline: one
-                        # Python frame less per token (-3.4% instructions per faux call).
                         delta: Any = twin()
                         delta.type = type_name
                         delta.content_index = index
@@ -651,6 +659,7 @@ class FauxProvider:
                     run = []
                     add = run.append
             else:
+                append = builder.chunk_appender(index)
                 for chunk in chunks:
                     countdown -= 1
                     if countdown == 0:
@@ -674,7 +683,8 @@ class FauxProvider:
         await out.emit(_start_event(snapshot()))
         for block in message.content:
             await trio.lowlevel.checkpoint_if_cancelled()
-            index, text, kind, event = _open_block(builder, block, snapshot)
+            index, kind, event = _open_block(builder, block, snapshot)
+            text = _block_text(block)
             await out.emit(event)
             chunks = _split(text, self._min, self._max, self._rng)
             await self._paced_deltas(out, builder, index, chunks, DELTA_FACTORIES[kind])
@@ -716,25 +726,33 @@ class FauxProvider:
             stopped = await pacer.feed_on()
 
 
+def _block_text(block: AssistantContentBlock) -> str:
+    """The text ``block``'s deltas carry: its text, its thinking, or its arguments' JSON."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ThinkingContent):
+        return block.thinking
+    return _json(block.arguments)
+
+
 def _open_block(
     builder: AssistantMessageBuilder,
     block: AssistantContentBlock,
     snapshot: Callable[[], PartialAssistantMessage],
-) -> tuple[int, str, DeltaEventType, AssistantMessageEvent]:
-    """Add ``block`` to the builder: its index, the text its deltas carry, their class, and
-    the block's start event."""
+) -> tuple[int, DeltaEventType, AssistantMessageEvent]:
+    """Add ``block`` to the builder: its index, its deltas' class, and its start event."""
     start: AssistantMessageEvent
     if isinstance(block, TextContent):
         index = builder.add_text()
         start = _text_start(index, snapshot())
-        return index, block.text, TextDeltaEvent, start
+        return index, TextDeltaEvent, start
     if isinstance(block, ThinkingContent):
         index = builder.add_thinking()
         start = _thinking_start(index, snapshot())
-        return index, block.thinking, ThinkingDeltaEvent, start
+        return index, ThinkingDeltaEvent, start
     index = builder.add_tool_call(id=block.id, name=block.name)
     start = _tool_call_start(index, snapshot())
-    return index, _json(block.arguments), ToolCallDeltaEvent, start
+    return index, ToolCallDeltaEvent, start
 
 
 def _close_block(

@@ -413,6 +413,31 @@ async def test_every_inline_call_passes_through_the_scheduler_an_empty_scripts_t
     assert seen[0].error.error_message == "No more faux responses queued"
 
 
+@pytest.mark.parametrize(("chunks", "passes"), [(1, 1), (7, 1), (8, 1), (15, 1), (16, 2), (20, 2)])
+async def test_an_inline_call_passes_through_the_scheduler_once_per_run_boundary(
+    registry: ProviderRegistry, chunks: int, passes: int
+) -> None:
+    """An answer of one run passes through the scheduler once, before its start; a longer
+    one only between its runs (yield_every=8: before chunk 8, 16, ...), not before its
+    start too. Each pass is a step of the consumer's task (the last step runs to the end)."""
+    faux = register_faux_provider(api="faux", token_size=(1, 1), registry=registry, yield_every=8)
+    model = faux.get_model()
+    assert model is not None
+    faux.set_responses([faux_assistant_message("abcd" * chunks)])
+    steps = 0
+
+    def count() -> None:
+        nonlocal steps
+        steps += 1
+
+    async with stream_simple(model, Context(messages=()), registry=registry) as events:
+        with after_each_step(count, of="self"):
+            seen = [event async for event in events]
+            await trio.lowlevel.checkpoint()  # ends the step that ran the answer
+    assert sum(isinstance(e, TextDeltaEvent) for e in seen) == chunks
+    assert steps == passes + 1
+
+
 def test_helpers_build_pi_shaped_messages() -> None:
     """faux_text/faux_thinking/faux_tool_call/faux_assistant_message match pi's helpers."""
     sample = load_json("wire_samples.json")["assistant_message_faux_helper"]
