@@ -125,7 +125,9 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     The per-token path's constructor: it creates the instance and fills every slot, the other
     fields getting their defaults, exactly as ``cls(**kwargs)`` would, without the keyword
     call. Only for slotted attrs classes whose ``__init__`` does nothing else: no validators,
-    converters, hooks or factories that take ``self``.
+    hooks or factories that take ``self``, and no converters but those that name the types
+    they return unchanged (``__wire_keeps__``, see `pitrio._wire_fast.KEEPS`): such a
+    converter is called for a value of any other type only.
 
     When the class allows it (see `layout_twin`: a direct subclass of ``object`` without a
     ``__weakref__`` slot, on CPython 3.11) the instance is built as its *layout twin*, a
@@ -153,15 +155,26 @@ def positional_factory(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
         "    self = _new(_cls)" if twin is None else "    self = _twin()",
     ]
     for field in attrs.fields(cls):
-        if field.validator is not None or field.converter is not None:
+        converter: Any = field.converter
+        keeps = getattr(converter, "__wire_keeps__", None)
+        if field.validator is not None or (converter is not None and not keeps):
             raise TypeError(f"{cls.__qualname__}.{field.name} has a validator or converter")
         descriptor: Any = cls.__dict__.get(field.name)
         if type(descriptor).__name__ != "member_descriptor":
             raise TypeError(f"{cls.__qualname__}.{field.name} is not a slot")
         if twin is None:
             namespace[f"_set_{field.name}"] = descriptor.__set__
-        if field.name in names:
+        if field.name in names and keeps:
+            namespace[f"_convert_{field.name}"] = converter
+            namespace[f"_keeps_{field.name}"] = tuple(keeps)
+            value = (
+                f"{field.name} if type({field.name}) in _keeps_{field.name}"
+                f" else _convert_{field.name}({field.name})"
+            )
+        elif field.name in names:
             value = field.name
+        elif keeps:
+            raise TypeError(f"{cls.__qualname__}.{field.name} needs a value (it has a converter)")
         elif field.default is attrs.NOTHING:
             raise TypeError(f"{cls.__qualname__}.{field.name} needs a value")
         elif isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]

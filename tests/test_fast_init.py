@@ -107,6 +107,28 @@ def test_positional_factory_builds_what_the_keyword_call_builds() -> None:
         positional_factory(TextDeltaEvent, ("content_index", "delta"))
 
 
+def test_positional_factory_calls_a_keeping_converter_for_other_types_only() -> None:
+    """A field whose converter names the types it returns unchanged (``__wire_keeps__``) is
+    stored as given when of such a type, and converted otherwise; the instance equals the
+    keyword call's either way, and such a field must be given."""
+    from pitrio._fast_init import positional_factory
+    from pitrio.providers import AssistantMessage, TextContent
+
+    names = ("content", "api", "provider", "model", "stop_reason", "timestamp")
+    make = positional_factory(AssistantMessage, names)
+    blocks = (TextContent(text="hi"),)
+    kept = make(blocks, "a", "p", "m", "stop", 1)
+    assert kept.content is blocks
+    converted = make(list(blocks), "a", "p", "m", "stop", 1)
+    assert type(converted.content) is tuple and converted.content == blocks
+    expected = AssistantMessage(
+        content=blocks, api="a", provider="p", model="m", stop_reason="stop", timestamp=1
+    )
+    assert type(kept) is AssistantMessage and kept == converted == expected
+    with pytest.raises(TypeError, match="needs a value"):
+        positional_factory(AssistantMessage, names[1:])
+
+
 def test_positional_factory_builds_the_hot_classes_through_their_layout_twin() -> None:
     """Per-token events, usage and message entries are built as a plain twin and then given
     their class: the instance is exactly of the class, equal to the keyword call's, frozen,
