@@ -73,7 +73,6 @@ from pitrio.providers._pacing import pacing_clock
 from pitrio.providers._partial import (
     AssistantMessageBuilder,
     PartialAssistantMessage,
-    new_compact_snapshot,
 )
 from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
 from pitrio.providers._stream import AssistantMessageEventStream, now_ms
@@ -669,7 +668,7 @@ class FauxProvider:
                     extend(stretch)
                     for chunk in stretch:
                         count += 1
-                        partial = new_compact_snapshot(PartialAssistantMessage)
+                        partial = PartialAssistantMessage()
                         partial._header = header
                         partial._states = sole
                         partial._count = count

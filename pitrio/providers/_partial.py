@@ -124,28 +124,27 @@ class PartialAssistantMessage:
 
     It has the attributes of :class:`AssistantMessage` (``content``, ``usage``, ``stop_reason``
     ...) and encodes to the same JSON; :meth:`to_message` turns it into one.
+
+    Snapshots come from `AssistantMessageBuilder.snapshot`; the class takes no arguments
+    (``PartialAssistantMessage()`` is an empty shell the builder fills: with no ``__init__``
+    of its own, that call is CPython's cheapest way to make an instance, one per streamed
+    token).
     """
 
     __slots__ = ("_content", "_count", "_header", "_parse_args", "_states")
 
     role: Final = "assistant"
 
-    def __init__(
-        self,
-        header: _HeaderLike,
-        states: tuple[Any, ...] | _Block,
-        parse_args: Callable[[str], dict[str, Any]] | None,
-        count: int = -1,
-    ) -> None:
-        # Two forms. The general one: ``states`` is the flat tuple of every block's state.
-        # The compact one (``count >= 0``), a message of one block whose signature, arguments
-        # and redacted flag were unset: ``states`` is the block and ``count`` its chunk count,
-        # the streamed token's snapshot without a tuple (one GC-tracked object less per token).
-        self._header = header
-        self._states = states
-        self._count = count
-        self._parse_args = parse_args
-        self._content: tuple[AssistantContentBlock, ...] | None = None
+    # Two forms. The general one: ``_states`` is the flat tuple of every block's state and
+    # ``_count`` is -1. The compact one (``_count >= 0``), a message of one block whose
+    # signature, arguments and redacted flag were unset: ``_states`` is the block and
+    # ``_count`` its chunk count, the streamed token's snapshot without a tuple (one
+    # GC-tracked object less per token). ``_content`` caches `content` (None until read).
+    _header: _HeaderLike
+    _states: tuple[Any, ...] | _Block
+    _count: int
+    _parse_args: Callable[[str], dict[str, Any]] | None
+    _content: tuple[AssistantContentBlock, ...] | None
 
     @property
     def content(self) -> tuple[AssistantContentBlock, ...]:
@@ -264,11 +263,21 @@ class PartialAssistantMessage:
         return f"PartialAssistantMessage(blocks={blocks}, model={self.model!r})"
 
 
-new_compact_snapshot: Final = object.__new__
-"""``new_compact_snapshot(PartialAssistantMessage)``, then set ``_header``, ``_states`` (the
-block), ``_count``, ``_parse_args`` and ``_content = None``: the compact snapshot `__init__`
-makes, without its call (about 0.1 us less per streamed token; see
-`AssistantMessageBuilder.sole_block`)."""
+def _snapshot(
+    header: _HeaderLike,
+    states: tuple[Any, ...] | _Block,
+    parse_args: Callable[[str], dict[str, Any]] | None,
+    count: int,
+) -> PartialAssistantMessage:
+    """A snapshot of either form (see `PartialAssistantMessage`); a loop that makes many
+    (`AssistantMessageBuilder.sole_block`) writes these five stores itself."""
+    partial = PartialAssistantMessage()
+    partial._header = header
+    partial._states = states
+    partial._count = count
+    partial._parse_args = parse_args
+    partial._content = None
+    return partial
 
 
 class AssistantMessageBuilder:
@@ -461,7 +470,8 @@ class AssistantMessageBuilder:
         redacted flag (else ``None``): then, until one of those changes, a snapshot is the
         compact ``PartialAssistantMessage`` of this builder's ``header``, the block and its
         chunk count, and a producer streaming the block's deltas may build those snapshots
-        itself (`new_compact_snapshot`) instead of calling `snapshot` per token."""
+        itself (``PartialAssistantMessage()``, then the five stores of `_snapshot`) instead
+        of calling `snapshot` per token."""
         blocks = self._blocks
         if len(blocks) != 1 or index != 0:
             return None
@@ -477,7 +487,14 @@ class AssistantMessageBuilder:
         if n == 1:  # the common case, without a loop
             b = blocks[0]
             if b.signature is None and b.arguments is None and b.redacted is None:
-                return PartialAssistantMessage(self._header, b, self._parse_args, len(b.chunks))
+                # The streamed token's snapshot: `_snapshot` without its call.
+                partial = PartialAssistantMessage()
+                partial._header = self._header
+                partial._states = b
+                partial._count = len(b.chunks)
+                partial._parse_args = self._parse_args
+                partial._content = None
+                return partial
             states: tuple[Any, ...] = (b, len(b.chunks), b.signature, b.arguments, b.redacted)
         elif n == 0:  # a stream's start event
             states = ()
@@ -486,7 +503,7 @@ class AssistantMessageBuilder:
             for b in blocks:
                 flat += (b, len(b.chunks), b.signature, b.arguments, b.redacted)
             states = tuple(flat)
-        return PartialAssistantMessage(self._header, states, self._parse_args)
+        return _snapshot(self._header, states, self._parse_args, -1)
 
     def build(self) -> AssistantMessage:
         """Return the message as a finished :class:`AssistantMessage`."""
