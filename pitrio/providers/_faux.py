@@ -672,8 +672,6 @@ class FauxProvider:
                         partial._header = header
                         partial._states = sole
                         partial._count = count
-                        partial._parse_args = None
-                        partial._content = None
                         delta: Any = twin()
                         delta.type = type_name
                         delta.content_index = index

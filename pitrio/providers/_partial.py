@@ -80,12 +80,17 @@ class _Block:
         "id",
         "kind",
         "name",
+        "parse_args",
         "redacted",
         "signature",
     )
 
-    def __init__(self, kind: BlockKind) -> None:
+    def __init__(
+        self, kind: BlockKind, parse_args: Callable[[str], dict[str, Any]] | None = None
+    ) -> None:
         self.kind: BlockKind = kind
+        # A tool call's partial-JSON parser (its builder's), for the arguments a snapshot shows.
+        self.parse_args = parse_args
         self.chunks: list[str] = []
         self._joined = ""
         self._joined_n = 0
@@ -131,53 +136,40 @@ class PartialAssistantMessage:
     token).
     """
 
-    __slots__ = ("_content", "_count", "_header", "_parse_args", "_states")
+    __slots__ = ("_count", "_header", "_states")
 
     role: Final = "assistant"
 
-    # Two forms. The general one: ``_states`` is the flat tuple of every block's state and
-    # ``_count`` is -1. The compact one (``_count >= 0``), a message of one block whose
+    # Three forms, by ``_count``. The general one (``GENERAL``): ``_states`` is the flat tuple
+    # of every block's state. The compact one (``_count >= 0``), a message of one block whose
     # signature, arguments and redacted flag were unset: ``_states`` is the block and
     # ``_count`` its chunk count, the streamed token's snapshot without a tuple (one
-    # GC-tracked object less per token). ``_content`` caches `content` (None until read).
+    # GC-tracked object less per token). Once `content` is read (``MATERIALIZED``):
+    # ``_states`` is the content, kept. Three slots: a streamed token's snapshot is three
+    # stores and 56 bytes.
     _header: _HeaderLike
     _states: tuple[Any, ...] | _Block
     _count: int
-    _parse_args: Callable[[str], dict[str, Any]] | None
-    _content: tuple[AssistantContentBlock, ...] | None
 
     @property
     def content(self) -> tuple[AssistantContentBlock, ...]:
         """The content blocks as they were when the snapshot was taken."""
-        if self._content is None:
-            states = self._states
-            if self._count >= 0:
-                block = cast(_Block, states)
-                self._content = (self._materialize((block, self._count, None, None, None)),)
-            else:
-                assert isinstance(states, tuple)
-                self._content = tuple(
-                    self._materialize(states[i : i + _STATE_WIDTH])
-                    for i in range(0, len(states), _STATE_WIDTH)
-                )
-        return self._content
-
-    def _materialize(self, state: _BlockState) -> AssistantContentBlock:
-        block, n, signature, arguments, redacted = state
-        if block.kind == "text":
-            return TextContent(text=block.text_upto(n), text_signature=signature)
-        if block.kind == "thinking":
-            return ThinkingContent(
-                thinking=block.text_upto(n), thinking_signature=signature, redacted=redacted
+        count = self._count
+        states = self._states
+        if count == _MATERIALIZED:
+            return cast(tuple[AssistantContentBlock, ...], states)
+        content: tuple[AssistantContentBlock, ...]
+        if count >= 0:
+            content = (_materialize((cast(_Block, states), count, None, None, None)),)
+        else:
+            assert isinstance(states, tuple)
+            content = tuple(
+                _materialize(states[i : i + _STATE_WIDTH])
+                for i in range(0, len(states), _STATE_WIDTH)
             )
-        if arguments is None:
-            if self._parse_args is not None and n:
-                arguments = self._parse_args(block.text_upto(n))
-            else:
-                arguments = {}
-        return ToolCall(
-            id=block.id, name=block.name, arguments=arguments, thought_signature=signature
-        )
+        self._states = content
+        self._count = _MATERIALIZED
+        return content
 
     @property
     def api(self) -> str:
@@ -259,24 +251,42 @@ class PartialAssistantMessage:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        blocks = 1 if self._count >= 0 else len(self._states) // _STATE_WIDTH  # type: ignore[arg-type]
+        count, states = self._count, cast(tuple[Any, ...], self._states)
+        if count >= 0:
+            blocks = 1
+        else:
+            blocks = len(states) if count == _MATERIALIZED else len(states) // _STATE_WIDTH
         return f"PartialAssistantMessage(blocks={blocks}, model={self.model!r})"
 
 
+_GENERAL: Final = -1
+_MATERIALIZED: Final = -2
+"""`PartialAssistantMessage._count` of its general form, and once its content is made."""
+
+
+def _materialize(state: _BlockState) -> AssistantContentBlock:
+    block, n, signature, arguments, redacted = state
+    if block.kind == "text":
+        return TextContent(text=block.text_upto(n), text_signature=signature)
+    if block.kind == "thinking":
+        return ThinkingContent(
+            thinking=block.text_upto(n), thinking_signature=signature, redacted=redacted
+        )
+    if arguments is None:
+        parse_args = block.parse_args
+        arguments = parse_args(block.text_upto(n)) if parse_args is not None and n else {}
+    return ToolCall(id=block.id, name=block.name, arguments=arguments, thought_signature=signature)
+
+
 def _snapshot(
-    header: _HeaderLike,
-    states: tuple[Any, ...] | _Block,
-    parse_args: Callable[[str], dict[str, Any]] | None,
-    count: int,
+    header: _HeaderLike, states: tuple[Any, ...] | _Block, count: int
 ) -> PartialAssistantMessage:
-    """A snapshot of either form (see `PartialAssistantMessage`); a loop that makes many
-    (`AssistantMessageBuilder.sole_block`) writes these five stores itself."""
+    """A snapshot (see `PartialAssistantMessage`); a loop that makes many
+    (`AssistantMessageBuilder.sole_block`) writes these three stores itself."""
     partial = PartialAssistantMessage()
     partial._header = header
     partial._states = states
     partial._count = count
-    partial._parse_args = parse_args
-    partial._content = None
     return partial
 
 
@@ -397,7 +407,7 @@ class AssistantMessageBuilder:
         return index
 
     def _add(self, kind: BlockKind, initial: str, signature: str | None) -> int:
-        block = _Block(kind)
+        block = _Block(kind, self._parse_args)
         if initial:
             block.chunks.append(initial)
         block.signature = signature
@@ -430,7 +440,7 @@ class AssistantMessageBuilder:
         old = self._blocks[index]
         if old.text_upto(len(old.chunks)) == text:
             return
-        new = _Block(old.kind)
+        new = _Block(old.kind, old.parse_args)
         if text:
             new.chunks.append(text)
         new.signature = old.signature
@@ -470,7 +480,7 @@ class AssistantMessageBuilder:
         redacted flag (else ``None``): then, until one of those changes, a snapshot is the
         compact ``PartialAssistantMessage`` of this builder's ``header``, the block and its
         chunk count, and a producer streaming the block's deltas may build those snapshots
-        itself (``PartialAssistantMessage()``, then the five stores of `_snapshot`) instead
+        itself (``PartialAssistantMessage()``, then the three stores of `_snapshot`) instead
         of calling `snapshot` per token."""
         blocks = self._blocks
         if len(blocks) != 1 or index != 0:
@@ -492,8 +502,6 @@ class AssistantMessageBuilder:
                 partial._header = self._header
                 partial._states = b
                 partial._count = len(b.chunks)
-                partial._parse_args = self._parse_args
-                partial._content = None
                 return partial
             states: tuple[Any, ...] = (b, len(b.chunks), b.signature, b.arguments, b.redacted)
         elif n == 0:  # a stream's start event
@@ -503,7 +511,7 @@ class AssistantMessageBuilder:
             for b in blocks:
                 flat += (b, len(b.chunks), b.signature, b.arguments, b.redacted)
             states = tuple(flat)
-        return _snapshot(self._header, states, self._parse_args, -1)
+        return _snapshot(self._header, states, _GENERAL)
 
     def build(self) -> AssistantMessage:
         """Return the message as a finished :class:`AssistantMessage`."""

@@ -87,3 +87,24 @@ def test_a_single_block_snapshot_keeps_its_unset_signature_and_arguments() -> No
     call.set_arguments(index, {"path": "a"})
     assert early.content == (ToolCall(id="c1", name="read", arguments={}),)
     assert call.snapshot().content == (ToolCall(id="c1", name="read", arguments={"path": "a"}),)
+
+
+def test_a_snapshot_makes_its_content_once_and_keeps_describing_itself() -> None:
+    """Reading a snapshot's content twice gives the same tuple (made on the first read), and
+    its repr, equality and message stay what they were before the read, in both forms."""
+    builder = AssistantMessageBuilder(api="x", provider="p", model="m", timestamp=1)
+    text = builder.add_text("He")
+    compact = builder.snapshot()
+    builder.add_tool_call(id="c", name="echo")
+    general = builder.snapshot()
+    for snapshot, blocks in ((compact, 1), (general, 2)):
+        described = repr(snapshot)
+        assert described == f"PartialAssistantMessage(blocks={blocks}, model='m')"
+        first = snapshot.content
+        assert snapshot.content is first
+        assert repr(snapshot) == described
+        assert snapshot.to_message().content == first
+    builder.append(text, "llo")
+    assert compact.content == (TextContent(text="He"),)
+    assert general.content == (TextContent(text="He"), ToolCall(id="c", name="echo", arguments={}))
+    assert compact == compact.to_message()
