@@ -3,15 +3,16 @@
 The faux-alone row of ``compare_pi.py`` (scenario 1, ``--mode provider``) has a shape fixed
 by the design: every streamed delta is one event object, and the consumer takes each event
 with one ``async for`` step. Since 2026-11-23 the faux at unlimited speed has no task: the
-consumer runs its answer itself, a run of up to 64 events at a time with a checkpoint before
-each run (``inline``); before, the provider ran as a task in a nursery opened per call
-(``task``, still the shape of every provider that waits on I/O). This script times both with
-nothing else in them: the same two calls per prompt (7 events, then 207: an echo tool call,
-then 200 text deltas, the 214 events per prompt of the benchmark), a minimal single-consumer
-stream, and events that are either prebuilt (``prebuilt``: Trio and ``async for`` alone) or
-made per event as a slotted object with five fields (``built``: plus the one object per
-delta). It prints microseconds per LLM call, the unit of the faux-alone row: pitrio's figure
-there minus ``built`` is what pitrio itself spends.
+consumer runs its answer itself, a run of up to 128 events at a time with a checkpoint before
+each run but the first, and an answer of one run checkpoints before it: every call is one
+scheduler pass at least (``inline``); before, the provider ran as a task in a nursery opened
+per call (``task``, still the shape of every provider that waits on I/O). This script times
+both with nothing else in them: the same two calls per prompt (7 events, then 207: an echo
+tool call, then 200 text deltas, the 214 events per prompt of the benchmark), a minimal
+single-consumer stream, and events that are either prebuilt (``prebuilt``: Trio and
+``async for`` alone) or made per event as a slotted object with five fields (``built``: plus
+the one object per delta). It prints microseconds per LLM call, the unit of the faux-alone
+row: pitrio's figure there minus ``built`` is what pitrio itself spends.
 
     python bench/call_floor.py --prompts 4000
 """
@@ -30,7 +31,9 @@ from _common import emit, env
 
 CALL_EVENTS = (7, 207)
 """Events per call of one prompt of the faux-alone benchmark (214 per prompt)."""
-CHECKPOINT_EVERY = 64
+CHECKPOINT_EVERY = 128
+PASS = None
+"""What a run generator yields, before the only run of a call, for a plain checkpoint."""
 
 
 class _Delta:
@@ -108,7 +111,8 @@ async def _produce_built(stream: _Stream, events: list[Any]) -> None:
 
 class _Runs:
     """The consumer runs the producer: a run of up to CHECKPOINT_EVERY events per step, with a
-    checkpoint before each run but the first (the inline faux's shape)."""
+    checkpoint before each run but the first, and where the producer yields `PASS` (the
+    inline faux's shape)."""
 
     __slots__ = ("_buffer", "_runs", "_started")
 
@@ -129,19 +133,27 @@ class _Runs:
                 await trio.lowlevel.checkpoint()
             self._started = True
             try:
-                buffer.extend(next(self._runs))
+                run = next(self._runs)
+                if run is PASS:
+                    await trio.lowlevel.checkpoint()
+                    run = next(self._runs)
+                buffer.extend(run)
             except StopIteration:
                 self._runs = None
         return buffer.popleft()
 
 
 def _runs_prebuilt(events: list[Any]) -> Any:
+    if len(events) < CHECKPOINT_EVERY:
+        yield PASS
     for start in range(0, len(events), CHECKPOINT_EVERY):
         yield events[start : start + CHECKPOINT_EVERY]
 
 
 def _runs_built(events: list[Any]) -> Any:
     # _produce_built's loop, yielding runs instead of pushing (see there).
+    if len(events) < CHECKPOINT_EVERY:
+        yield PASS
     run: list[Any] = []
     add = run.append
     countdown = CHECKPOINT_EVERY
