@@ -174,21 +174,8 @@ _scripted_message: Final[Callable[..., AssistantMessage]] = positional_factory(
     ),
 )
 _estimated_message: Final[Callable[..., AssistantMessage]] = positional_factory(
-    AssistantMessage,
-    (
-        "content",
-        "api",
-        "provider",
-        "model",
-        "response_model",
-        "response_id",
-        "diagnostics",
-        "usage",
-        "stop_reason",
-        "error_message",
-        "timestamp",
-        "extra",
-    ),
+    AssistantMessage,  # every field the keyword call takes, in the class's order
+    tuple(field.name for field in attrs.fields(AssistantMessage) if field.init),
 )
 
 
