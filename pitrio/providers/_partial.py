@@ -140,11 +140,11 @@ class PartialAssistantMessage:
 
     role: Final = "assistant"
 
-    # Three forms, by ``_count``. The general one (``GENERAL``): ``_states`` is the flat tuple
+    # Three forms, by ``_count``. The general one (``_GENERAL``): ``_states`` is the flat tuple
     # of every block's state. The compact one (``_count >= 0``), a message of one block whose
     # signature, arguments and redacted flag were unset: ``_states`` is the block and
     # ``_count`` its chunk count, the streamed token's snapshot without a tuple (one
-    # GC-tracked object less per token). Once `content` is read (``MATERIALIZED``):
+    # GC-tracked object less per token). Once `content` is read (``_MATERIALIZED``):
     # ``_states`` is the content, kept. Three slots: a streamed token's snapshot is three
     # stores and 56 bytes.
     _header: _HeaderLike
