@@ -21,8 +21,17 @@ streaming a ``--mixed-chars`` answer as fast as it can, started together with th
 the lag and the paced sessions' latency then show whether unlimited streams starve the others
 (``mixed_*`` fields; the totals count the paced sessions only).
 
+``--gc-trace`` (no pi counterpart) records the cyclic collector during the run: collections per
+generation, and each full collection's start (seconds into the run) and duration
+(``gc_full_collections``), the stalls the lag p99 is made of with many sessions. With
+``--gc-promotions`` it also counts the objects each second-generation collection moves into the
+oldest one (``gc_promoted_per_session``, and by type, ``gc_promoted_types``): CPython 3.11
+collects in full whenever those reach a quarter of the objects it kept. Counting walks the oldest
+generation twice per such collection, so that run's lag and wall figures are not comparable.
+
     python bench/concurrent_sessions.py --n 1000
     python bench/concurrent_sessions.py --n 1000 --mixed 10 --mixed-chars 400000
+    python bench/concurrent_sessions.py --n 5000 --gc-trace --gc-promotions
 
 Prints one JSON object on the last line.
 """
@@ -30,9 +39,11 @@ Prints one JSON object on the last line.
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import math
 import time
+import types
 from typing import Any
 
 import trio
@@ -65,6 +76,66 @@ def ideal_seconds(tps: float, answer_chars: int) -> float:
         return [min(4, n - i * 4) for i in range(math.ceil(n / 4))]
 
     return sum(math.ceil(c / 4) / tps for c in chunks(len(ECHO_ARGUMENTS)) + chunks(answer_chars))
+
+
+class GcTrace:
+    """The collector's work while `active`: collections per generation, each full one's start
+    and duration, and (``promotions``) what second-generation collections move to the oldest."""
+
+    def __init__(self, promotions: bool) -> None:
+        self.promotions = promotions
+        self.active = False
+        self.origin = 0.0
+        self.counts = [0, 0, 0]
+        self.full: list[list[float]] = []
+        self.promoted: collections.Counter[str] = collections.Counter()
+        self._started = 0.0
+        self._oldest: set[int] | None = None
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if not self.active:
+            return
+        generation = info["generation"]
+        if phase == "start":
+            self._started = time.perf_counter()
+            if generation == 1 and self.promotions:
+                self._oldest = set(map(id, gc.get_objects(2)))
+            return
+        self.counts[generation] += 1
+        if generation == 2:
+            now = time.perf_counter()
+            self.full.append(
+                [round(self._started - self.origin, 3), round((now - self._started) * 1e3, 1)]
+            )
+        elif generation == 1 and self._oldest is not None:
+            before, self._oldest = self._oldest, None
+            for item in gc.get_objects(2):
+                if id(item) not in before:
+                    self.promoted[_kind(item)] += 1
+
+    def report(self, n: int) -> dict[str, Any]:
+        report: dict[str, Any] = {
+            "gc_collections": self.counts,
+            "gc_full_collections": self.full,
+        }
+        if self.promotions:
+            total = sum(self.promoted.values())
+            report["gc_promoted_per_session"] = round(total / n, 1)
+            report["gc_promoted_types"] = {
+                kind: round(count / n, 2) for kind, count in self.promoted.most_common(30)
+            }
+        return report
+
+
+def _kind(item: object) -> str:
+    kind = type(item)
+    if kind is types.CoroutineType:
+        return f"coroutine {item.__qualname__}"  # type: ignore[attr-defined]
+    if kind is types.MethodType:
+        return f"method {item.__func__.__qualname__}"  # type: ignore[attr-defined]
+    if kind is types.FunctionType:
+        return f"function {item.__qualname__}"  # type: ignore[attr-defined]
+    return kind.__qualname__
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -132,6 +203,11 @@ async def main_async(args: argparse.Namespace) -> None:
 
         lag = LagMonitor(0.010)
         nursery.start_soon(lag.run)
+        trace = GcTrace(args.gc_promotions) if args.gc_trace else None
+        if trace is not None:
+            gc.callbacks.append(trace)
+            trace.origin = time.perf_counter()
+            trace.active = True
         start = time.perf_counter()
         with trio.move_on_after(args.timeout) as timeout:
             async with trio.open_nursery() as prompts:
@@ -141,6 +217,9 @@ async def main_async(args: argparse.Namespace) -> None:
                     prompts.start_soon(one, i, served.session, latencies)
         wall = time.perf_counter() - start
         lag_stats = lag.stop()
+        if trace is not None:
+            trace.active = False
+            gc.callbacks.remove(trace)
         peak = sampler.stop()
 
         gc.collect()
@@ -195,6 +274,7 @@ async def main_async(args: argparse.Namespace) -> None:
             "tune_gc": args.tune_gc,
             "gc_threshold": list(gc.get_threshold()),
             **lag_stats,
+            **(trace.report(n) if trace is not None else {}),
             "env": env(),
         }
     )
@@ -221,7 +301,17 @@ def main() -> None:
         action="store_true",
         help="apply pitrio.host.tune_gc_for_many_sessions() first (as pitrio serve/load do)",
     )
+    parser.add_argument(
+        "--gc-trace", action="store_true", help="record the collections during the run"
+    )
+    parser.add_argument(
+        "--gc-promotions",
+        action="store_true",
+        help="with --gc-trace: count what moves to the oldest generation (slows the run)",
+    )
     args = parser.parse_args()
+    if args.gc_promotions and not args.gc_trace:
+        parser.error("--gc-promotions needs --gc-trace")
     if args.tune_gc:
         tune_gc_for_many_sessions()
     trio.run(main_async, args)
