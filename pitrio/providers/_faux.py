@@ -695,19 +695,25 @@ class FauxProvider:
     async def _paced_answer(
         self, message: AssistantMessage, out: AssistantMessageEventStream
     ) -> None:
-        """Stream ``message`` as pi's faux does at ``tokens_per_second``, from its own task."""
+        """Stream ``message`` as pi's faux does at ``tokens_per_second``, from its own task.
+
+        Nothing that lives across its waits but what it must (a paced answer lasts seconds,
+        and with thousands of them whatever a waiting task keeps alive is walked and promoted
+        by the cyclic collector): no bound method held in a local, the blocks walked by
+        position (a range iterator is not a tracked object, a tuple's iterator is)."""
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
-        snapshot = builder.snapshot
-        await out.emit(_start_event(snapshot()))
-        for block in message.content:
+        await out.emit(_start_event(builder.snapshot()))
+        blocks = message.content
+        for position in range(len(blocks)):
+            block = blocks[position]
             await trio.lowlevel.checkpoint_if_cancelled()
-            index, kind, event = _open_block(builder, block, snapshot)
+            index, kind, event = _open_block(builder, block, builder.snapshot)
             text = _block_text(block)
             await out.emit(event)
             chunks = _split(text, self._min, self._max, self._rng)
             await self._paced_deltas(out, builder, index, chunks, DELTA_FACTORIES[kind])
-            await out.emit(_close_block(builder, block, index, text, snapshot))
+            await out.emit(_close_block(builder, block, index, text, builder.snapshot))
         await out.emit(_terminal_event(message))
 
     async def _paced_deltas(
@@ -723,26 +729,47 @@ class FauxProvider:
         deadline per chunk, and this task sleeps through the block instead of waking per
         chunk; an event the consumer has no room for comes back here to be pushed with
         backpressure)."""
-        append = builder.chunk_appender(index)
-        snapshot = builder.snapshot
-        offer = out.offer
         tps = self._tps
         assert tps is not None
-
-        def delay(chunk: str) -> float:
-            return _estimate_tokens(chunk) / tps
-
-        def deliver(chunk: str) -> object:
-            append(chunk)
-            item = make(index, chunk, snapshot())
-            return None if offer(item) else item
-
+        block = _PacedBlock(out, builder, index, make, tps)
         pacer = pacing_clock().pacer()
-        stopped = await pacer.feed(chunks, delay, deliver)
+        stopped = await pacer.feed(chunks, block.delay, block.deliver)
         while stopped is not None:
             await out.push(stopped)
             del stopped  # not kept across the next wait (the cyclic GC would promote it)
             stopped = await pacer.feed_on()
+
+
+class _PacedBlock:
+    """What the pacing clock calls for each chunk of one paced block: two bound methods of one
+    object, where two closures kept two functions, six cells and three bound methods alive
+    for the whole block (objects the cyclic collector walks, with thousands of paced
+    sessions)."""
+
+    __slots__ = ("_append", "_builder", "_index", "_make", "_out", "_tps")
+
+    def __init__(
+        self,
+        out: AssistantMessageEventStream,
+        builder: AssistantMessageBuilder,
+        index: int,
+        make: Callable[[int, str, Any], Any],
+        tps: float,
+    ) -> None:
+        self._out = out
+        self._builder = builder
+        self._append = builder.chunk_appender(index)
+        self._index = index
+        self._make = make
+        self._tps = tps
+
+    def delay(self, chunk: str) -> float:
+        return _estimate_tokens(chunk) / self._tps
+
+    def deliver(self, chunk: str) -> object:
+        self._append(chunk)
+        item = self._make(self._index, chunk, self._builder.snapshot())
+        return None if self._out.offer(item) else item
 
 
 def _block_text(block: AssistantContentBlock) -> str:

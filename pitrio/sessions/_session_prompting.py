@@ -11,6 +11,7 @@ interrupts the run, as its policy says.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final
@@ -118,7 +119,9 @@ class PromptCommands(SessionSlots):
         interrupt = self.is_busy
         if interrupt:
             self._abort_now()
-        self._start_job(command.reply, lambda: self._prompt_job(command, interrupt))
+        # A partial, not a lambda: fewer objects alive (and walked by the cyclic collector)
+        # while the prompt runs.
+        self._start_job(command.reply, functools.partial(self._prompt_job, command, interrupt))
 
     async def _prompt_job(self, command: cmd.Prompt, interrupt: bool) -> None:
         if interrupt:
