@@ -79,6 +79,7 @@ from pitrio.channels import (
     Reply,
     SlowSubscriberPolicy,
     Subscription,
+    checkpoint,
     close_inbox,
     open_body_nursery,
 )
@@ -342,16 +343,27 @@ class Agent:
                 task_status.started(self)
                 await self._serve(inbox)
         finally:
-            self._inbox = None
-            self._nursery = None
-            close_inbox(inbox, UsageError("Agent is closed"))
-            self.close()
+            self._stop_serving(inbox)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _serve_in_owner_nursery(self, inbox: Mailbox[_StartRun]) -> NoReturn:
+        try:
+            await self._serve(inbox)
+        finally:
+            self._stop_serving(inbox)
+
+    def _stop_serving(self, inbox: Mailbox[_StartRun]) -> None:
+        self._inbox = None
+        self._nursery = None
+        close_inbox(inbox, UsageError("Agent is closed"))
+        self.close()
+
     async def ensure_started(self, nursery: trio.Nursery) -> None:
-        """Start :meth:`run` in ``nursery`` unless it runs already. For an owner that starts
-        its agent on first use (an idle AgentSession keeps no agent task): the task still
-        lives in the owner's nursery.
+        """Serve the agent in ``nursery`` unless it runs already. For an owner that starts
+        its agent on first use (an idle AgentSession keeps no agent task): the agent's task
+        and its runs' tasks live in the owner's nursery (no nursery of the agent's own, whose
+        scope, status and sets a used session would keep for good), so cancelling that
+        nursery stops them all, as cancelling :meth:`run` does.
 
         The inbox is open when this returns (commands sent now wait in it until the task
         runs), so the start needs no handshake: no ``nursery.start`` and no event to wait on.
@@ -363,7 +375,8 @@ class Agent:
             if self._closed:
                 raise UsageError("Agent is closed")
             inbox = self._open_inbox()
-            nursery.start_soon(self._run_task, inbox, trio.TASK_STATUS_IGNORED, name=self.run)
+            self._nursery = nursery
+            nursery.start_soon(self._serve_in_owner_nursery, inbox, name=self.run)
 
     def close(self) -> None:
         """Refuse commands from now on and close the queues and the event bus (what the end of
@@ -375,6 +388,7 @@ class Agent:
 
     async def _serve(self, inbox: Mailbox[_StartRun]) -> NoReturn:
         """The agent's own task: execute commands one at a time, in arrival order."""
+        command: _StartRun | None = None
         while True:
             await inbox.wait_nonempty()  # only run()'s finally closes the inbox
             for command in inbox.drain():  # one at a time: what is left is failed on close
@@ -385,6 +399,9 @@ class Agent:
                     await self._start_run(command)
                 except Exception as exc:  # a caller mistake (UsageError): the sender raises it
                     command.reply.fail(exc)
+            # Let go of the last command while the agent waits: its reply holds the run (the
+            # loop controller, its configuration and the turn's context) long after it ended.
+            command = None
 
     async def _start_run(self, command: _StartRun) -> None:
         current = self._run
@@ -749,7 +766,7 @@ class Agent:
         if run is not None:
             await run.done.wait()
         else:
-            await trio.lowlevel.checkpoint()
+            await checkpoint()
 
     def _config(self, *, skip_initial_steering_poll: bool) -> LoopConfig:
         model = self._model

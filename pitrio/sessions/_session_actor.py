@@ -369,6 +369,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 log.warning("session_command_dropped", command=type(command).__name__)
 
     async def _serve(self, inbox: Mailbox[cmd.SessionCommand]) -> NoReturn:
+        command: cmd.SessionCommand | None = None
         while True:
             await inbox.wait_nonempty()  # only the session's finally closes the inbox
             for command in inbox.drain():  # one at a time: what is left is failed on close
@@ -376,6 +377,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                     await self._execute(command)
                 except Exception as exc:
                     command.reply.fail(unwrap_group(exc))
+            # Let go of the last command while the session waits: it holds its reply, and
+            # through it whatever the command produced.
+            command = None
 
     async def _execute(self, command: cmd.SessionCommand) -> None:
         match command:

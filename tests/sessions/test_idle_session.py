@@ -257,3 +257,65 @@ async def test_retry_state_is_made_by_the_first_run(autojump_clock: trio.testing
         assert session._actor._retry is not None
         last = session.messages[-1]
         assert isinstance(last, AssistantMessage) and last.text() == "recovered"
+
+
+def live_instances(*names: str) -> list[str]:
+    """The class names of live objects (after a collection) whose class is one of ``names``."""
+    gc.collect()
+    return sorted(type(o).__qualname__ for o in gc.get_objects() if type(o).__qualname__ in names)
+
+
+async def test_an_idle_session_keeps_nothing_of_its_last_prompt() -> None:
+    """Between prompts the session's and the agent's command tasks wait with no command in
+    hand: the last prompt's command, its reply, and the run it started (controller, loop
+    configuration) are freed, not kept by a loop variable until the next command."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("one"), reply("two")])
+    kinds = ("Prompt", "_StartRun", "_Run", "LoopController", "LoopConfig", "Reply")
+    async with open_session(faux, registry) as session:
+        await session.prompt("hello")
+        await trio.testing.wait_all_tasks_blocked()
+        assert live_instances(*kinds) == []
+        await session.prompt("again")
+        await trio.testing.wait_all_tasks_blocked()
+        assert live_instances(*kinds) == []
+        assert [m.role for m in session.messages] == ["user", "assistant"] * 2
+
+
+async def test_the_agent_started_by_a_session_opens_no_nursery_of_its_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The agent's task, and each run's task, live in the session's nursery: a used session
+    keeps one nursery (scope, status, sets) rather than two; closing the session still stops
+    a run in progress and the agent with it."""
+
+    class Hang(SessionHooks):
+        hang = False
+
+        async def context_envelope(self, reason: Any, envelope: Any) -> Any:
+            if self.hang:
+                await trio.sleep_forever()
+            return None
+
+    hooks = Hang()
+    faux, registry = make_faux()
+    faux.set_responses([reply("one"), reply("never")])
+    async with open_session(faux, registry, hooks=hooks) as session:
+        await session.prompt("hello")
+        await trio.testing.wait_all_tasks_blocked()
+        [nursery] = session_task().child_nurseries
+        [agent_task] = [t for t in nursery.child_tasks if t.name.endswith("Agent.run")]
+        assert agent_task.child_nurseries == []
+        hooks.hang = True
+        async with trio.open_nursery() as caller:
+            caller.start_soon(session.prompt, "hangs")
+            await trio.testing.wait_all_tasks_blocked()
+            names = [t.name for t in nursery.child_tasks]
+            assert sum(name.endswith("Agent._drive") for name in names) == 1
+            assert agent_task.child_nurseries == []
+            caller.cancel_scope.cancel()
+        agent = session.agent
+    with pytest.raises(UsageError, match="closed"):
+        await agent.prompt("after the close")
+    last = session.messages[-1]
+    assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
