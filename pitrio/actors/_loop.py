@@ -65,7 +65,7 @@ from pitrio.actors._tool_runner import (
     ToolExecution,
     ToolRunner,
 )
-from pitrio.channels import DELIVERED, NOT_TAKEN, Mailbox
+from pitrio.channels import DELIVERED, NOT_TAKEN, Mailbox, checkpoint
 from pitrio.providers import (
     ABORTED_MESSAGE,
     EMPTY_USAGE,
@@ -283,7 +283,7 @@ class LoopController:
             # The prompt is sent in a scheduler step of its own, not in the one that opened
             # the run: many sessions starting at once run each such step in one pass, and a
             # session's recording of its prompt made that the longest pass of the start.
-            await trio.lowlevel.checkpoint()
+            await checkpoint()
             await self._send_unsent()
             await self._loop()
         finally:

@@ -14,6 +14,8 @@ This is the bottom layer: it imports nothing from the rest of pitrio (but the pa
 - `Mailbox`: the steering and follow-up queues, drained ``"one-at-a-time"`` or ``"all"``.
 - `Reply`: the one-shot answer slot an actor command carries back to its sender; `Latch`, the
   same without a value (a run's or a job's end).
+- `checkpoint` and `schedule_point`: trio's ``checkpoint()`` and ``cancel_shielded_checkpoint()``
+  with nothing allocated per await (a waiting task keeps no coroutines alive).
 
 Every default size is a named constant (`EVENT_STREAM_BUFFER`, `SUBSCRIPTION_BUFFER`,
 `MAILBOX_SIZE`) whose docstring says why it has that value.
@@ -55,6 +57,8 @@ from ._mailbox import MailboxMode as MailboxMode
 from ._mailbox import MailboxStatistics as MailboxStatistics
 from ._nursery import open_body_nursery as open_body_nursery
 from ._nursery import raise_lone as raise_lone
+from ._park import checkpoint as checkpoint
+from ._park import schedule_point as schedule_point
 from ._reply import Latch as Latch
 from ._reply import Reply as Reply
 from ._reply import close_inbox as close_inbox
@@ -92,9 +96,11 @@ __all__ = [
     "SubscriberOverflow",
     "Subscription",
     "SubscriptionStatistics",
+    "checkpoint",
     "close_inbox",
     "open_body_nursery",
     "raise_lone",
+    "schedule_point",
 ]
 
 _publish(globals(), __all__)

@@ -17,6 +17,7 @@ import structlog
 import trio
 
 from ._exceptions import SubscriberOverflow
+from ._park import checkpoint, schedule_point
 
 log = structlog.get_logger(__name__)
 
@@ -216,7 +217,7 @@ class Subscription(trio.abc.ReceiveChannel[T]):
             event = buf.popleft()
             if self._writers:
                 self._writers.unpark()
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            await schedule_point()
             return event
         while not buf:
             if self._state != _OPEN:
@@ -248,7 +249,7 @@ class Subscription(trio.abc.ReceiveChannel[T]):
     async def aclose(self) -> None:
         """Unsubscribe and discard buffered events; idempotent, closes even when cancelled."""
         self.close()
-        await trio.lowlevel.checkpoint()
+        await checkpoint()
 
     # -- publisher side (called by Broadcast.publish under its lock) ----------------------------
 

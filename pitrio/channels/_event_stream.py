@@ -16,7 +16,7 @@ import outcome
 import trio
 
 from ._exceptions import StreamEndedWithoutResult
-from ._park import READY, Park, wake
+from ._park import READY, Park, checkpoint, schedule_point, wake
 from ._reply import Latch
 
 T = TypeVar("T")
@@ -195,7 +195,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             event: The event to deliver.
         """
         if self._done:
-            await trio.lowlevel.checkpoint()
+            await checkpoint()
             return
         if not self._is_complete(event):
             await self._put(event)
@@ -227,7 +227,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 self._waiting -= 1  # cancelled while parked: the lot let go of us
                 raise
         if not parked:
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            await schedule_point()
 
     def _deliver(self, event: T) -> None:
         self._buffer.append(event)
@@ -407,14 +407,14 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         assert source is not None
         try:
             if self._source_started:
-                await trio.lowlevel.checkpoint()
+                await checkpoint()
                 if self._source is not source:  # closed, or ended (an abort), meanwhile
                     return
             self._source_started = True
             run = source.send(None)
             while not isinstance(run, list):
                 if run is CHECKPOINT:
-                    await trio.lowlevel.checkpoint()
+                    await checkpoint()
                     value = None
                 else:
                     value = await self._await_for_source(run)
@@ -522,7 +522,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         while self._source is not None and len(self._buffer) < self._max_buffer:
             await self._pull()
         if self._done:
-            await trio.lowlevel.checkpoint()
+            await checkpoint()
         else:
             finished = self._finished
             if finished is None:
@@ -642,7 +642,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         `trio.ClosedResourceError`. `result` is unaffected.
         """
         self.close()
-        await trio.lowlevel.checkpoint()
+        await checkpoint()
 
     def close(self) -> None:
         """`aclose` without its checkpoint: for a consumer's ``finally`` block, where a

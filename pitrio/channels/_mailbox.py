@@ -15,7 +15,7 @@ import attrs
 import trio
 
 from ._exceptions import MailboxFull
-from ._park import Waiters
+from ._park import Waiters, checkpoint, schedule_point
 
 T = TypeVar("T")
 
@@ -192,7 +192,7 @@ class Mailbox(Waiters, Generic[T]):
         items = self._items
         if items is None or len(items) < self._max_size:
             self._add(item)
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            await schedule_point()
             return
         # Full. Queue the item with our task; _admit_putters() moves it into the box (keeping
         # FIFO order among waiters, which waking tasks to race for the room would not) and
@@ -255,7 +255,7 @@ class Mailbox(Waiters, Generic[T]):
             trio.EndOfChannel: The box is closed and empty, so nothing can arrive.
         """
         if self._items or self._closed:
-            await trio.lowlevel.checkpoint()
+            await checkpoint()
         # else the park below is the checkpoint (cancellable, and a schedule point).
         while not self._items:
             if self._closed:

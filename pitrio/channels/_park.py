@@ -22,12 +22,15 @@ PARK_MESSAGE: Any
 """The message ``wait_task_rescheduled`` yields to the run loop (the same since trio 0.x),
 ``None`` if a trio moved it: then a reusable waiter takes the public path (`Park`, and the
 pacing clock's ``Pacer``)."""
+_SCHEDULE: Any  # the message of a schedule point (cancel_shielded_checkpoint), or None
 try:
+    from trio._core._traps import CancelShieldedCheckpoint as _SCHEDULE
     from trio._core._traps import WaitTaskRescheduled as PARK_MESSAGE
-except ImportError:  # pragma: no cover - a trio that moved it: the public path
-    PARK_MESSAGE = None
+except ImportError:  # pragma: no cover - a trio that moved them: the public path
+    PARK_MESSAGE = _SCHEDULE = None
 
 
+_VALUE: Final = outcome.Value
 WOKEN: Final = outcome.Value(None)
 """The outcome `wake` reschedules with: shared, so never unwrapped (whoever takes it back
 compares it by identity, as `Park.send` does)."""
@@ -150,3 +153,79 @@ class Waiters:
         waiters, self._waiters = self._waiters, None
         for task in waiters or ():
             trio.lowlevel.reschedule(task)
+
+
+def _abort_at_once(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.SUCCEEDED
+
+
+class _Checkpoint:
+    """``trio.lowlevel.checkpoint()`` as one shared, stateless awaitable (see `checkpoint`)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        if _SCHEDULE is None:  # pragma: no cover - see the import above
+            return trio.lowlevel.checkpoint().__await__()  # noqa: ASYNC105
+        return cast("Generator[Any, Any, None]", self)
+
+    def __next__(self) -> Any:
+        return _SCHEDULE  # the schedule point: the run loop reschedules the task at once
+
+    def send(self, value: Any) -> Any:
+        if value is None:  # driven by send(None) rather than next(): the first step
+            return _SCHEDULE
+        if type(value) is not _VALUE:
+            value.unwrap()  # the error a cancel point resumes the task with: raised here
+        # The cancel point, as trio's checkpoint() makes it after its schedule point: if the
+        # task is cancelled (or, the main task, interrupted), park it with an abort that
+        # succeeds, and the run loop delivers the cancellation (or KeyboardInterrupt) at once.
+        task = trio.lowlevel.current_task()
+        task._cancel_points += 1
+        if task._cancel_status.effectively_cancelled or (
+            task._runner.ki_pending and task is task._runner.main_task
+        ):
+            return _CANCEL_POINT
+        raise StopIteration
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise val if val is not None else typ
+
+    def close(self) -> None:
+        pass
+
+
+class _SchedulePoint(_Checkpoint):
+    """``trio.lowlevel.cancel_shielded_checkpoint()`` as one shared awaitable."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        if _SCHEDULE is None:  # pragma: no cover - see the import above
+            return trio.lowlevel.cancel_shielded_checkpoint().__await__()  # noqa: ASYNC105
+        return cast("Generator[Any, Any, None]", self)
+
+    def send(self, value: Any) -> Any:
+        if value is None:
+            return _SCHEDULE
+        raise StopIteration  # a schedule point is resumed with Value(None), never an error
+
+
+_CANCEL_POINT: Final[Any] = PARK_MESSAGE(_abort_at_once) if PARK_MESSAGE else None
+_CHECKPOINT: Final = _Checkpoint()
+_SCHEDULE_POINT: Final = _SchedulePoint()
+
+
+def checkpoint() -> Awaitable[None]:
+    """``await checkpoint()`` is ``await trio.lowlevel.checkpoint()`` (a schedule point, then
+    a cancel point), with nothing allocated by the await: trio's makes two coroutines and a
+    generator, which live while the task waits in the run queue. With thousands of sessions
+    stepping in the same scheduler batch, a long batch holds thousands of them, and those a
+    collection finds alive are promoted towards the cyclic collector's oldest generation."""
+    return _CHECKPOINT
+
+
+def schedule_point() -> Awaitable[None]:
+    """``await schedule_point()`` is ``await trio.lowlevel.cancel_shielded_checkpoint()``:
+    the task lets the others run and comes back, even if it is cancelled."""
+    return _SCHEDULE_POINT

@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 import trio
 
 from ._mailbox import Mailbox
-from ._park import Waiters
+from ._park import Waiters, checkpoint
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ class _OneShot(Waiters):
 
     def _wait_flag(self) -> Awaitable[None]:
         if self._flag:
-            return trio.lowlevel.checkpoint()  # noqa: ASYNC105 - the caller awaits it at once
+            return checkpoint()
         return self._wait_parked()
 
 

@@ -27,7 +27,7 @@ import orjson
 import trio
 
 from pitrio._fast_init import layout_twin, positional_factory
-from pitrio.channels import CHECKPOINT, EventSource
+from pitrio.channels import CHECKPOINT, EventSource, checkpoint
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
@@ -516,7 +516,7 @@ class FauxProvider:
             if not isinstance(item, list):
                 value = None
                 if item is CHECKPOINT:
-                    await trio.lowlevel.checkpoint()
+                    await checkpoint()
                 else:
                     value = await item
                 continue
@@ -529,7 +529,7 @@ class FauxProvider:
                 return
             await _offer_all(out, item)
             if every:
-                await trio.lowlevel.checkpoint()
+                await checkpoint()
             else:
                 await trio.lowlevel.checkpoint_if_cancelled()
 
