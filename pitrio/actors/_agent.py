@@ -137,7 +137,11 @@ class _Run:
     controller: LoopController
     prompts: list[AgentMessage] | None
     done: Latch = attrs.Factory(Latch)
-    """Set when the run has ended; the prompt that started it waits for it the whole run."""
+    """Set when the run has ended (for whoever waits for the agent to be idle)."""
+    answer: Reply[None] | None = None
+    """The reply of the command that started the run, answered when the run has ended: its
+    sender waits on that one object from sending to the run's end, not on the reply and
+    then on `done` (a park made per wait, and a wake-up in between)."""
     aborted: bool = False
     """Whether the run was aborted (its scope cancelled by `cancel`)."""
     _scope: trio.CancelScope | None = None
@@ -164,7 +168,10 @@ class _StartRun:
     skip_initial_steering_poll: bool
     policy: BusyPolicy
     # Reply, not Reply[...](): subscripting the class builds a typing alias per call (~1.3 us).
-    reply: Reply[_Run | None] = attrs.Factory(Reply)
+    reply: Reply[None] = attrs.Factory(Reply)
+    """Answered at once when the command starts no run, else when its run has ended."""
+    run: _Run | None = None
+    """The run the command started (for a sender that stops waiting: it aborts the run)."""
     abandoned: bool = False
     """Set when the caller stopped waiting before the command was executed."""
 
@@ -443,7 +450,8 @@ class Agent:
         self._stream_message = None
         self._error = None
         self._nursery.start_soon(self._drive, run)
-        command.reply.set(run)
+        command.run = run
+        run.answer = command.reply
 
     @property
     def state(self) -> AgentStateView:
@@ -732,22 +740,17 @@ class Agent:
                 inbox.put_nowait(command)
             except MailboxFull:
                 await inbox.put(command)
-            run = await command.reply.wait()
-            if run is not None:
-                await run.done.wait()
+            await command.reply.answered()  # the run's end, or an answer without a run
+            command.reply.value_nowait()  # raises an error answer
         except trio.Cancelled:
             # The caller gave up waiting: abort the run it asked for, and give the run its
             # bounded epilogue so that the transcript is whole when the cancellation lands.
             command.abandoned = True
-            if command.reply.is_set:
-                try:
-                    run = command.reply.value_nowait()
-                except Exception:
-                    run = None
-                if run is not None:
-                    run.cancel()
-                    with trio.move_on_after(CLOSE_GRACE, shield=True):
-                        await run.done.wait()
+            run = command.run
+            if run is not None:
+                run.cancel()
+                with trio.move_on_after(CLOSE_GRACE, shield=True):
+                    await run.done.wait()
             raise
         except trio.ClosedResourceError:
             raise UsageError("Agent is closed") from None
@@ -828,6 +831,8 @@ class Agent:
             self._pending_tool_calls = NO_TOOL_CALLS
             self._run = None
             run.done.set()
+            if run.answer is not None:
+                run.answer.set(None)
 
     async def _fail_run(
         self, controller: LoopController, exc: BaseException, *, aborted: bool

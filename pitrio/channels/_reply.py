@@ -123,6 +123,13 @@ class Reply(_OneShot, Generic[T]):
         await self._wait_flag()
         return self.value_nowait()
 
+    def answered(self) -> Awaitable[None]:
+        """Return an awaitable that returns once the actor has answered, without raising an
+        error answer (`value_nowait` returns or raises the answer); await it at once, in the
+        task that called this. `wait` without its coroutine: a sender that waits seconds
+        (for a run's end) keeps one object less alive."""
+        return self._wait_flag()
+
 
 class _Answerable(Protocol):
     def fail(self, error: BaseException) -> None: ...

@@ -470,7 +470,8 @@ class AgentSession(UserBashMethods):
         command.reply.eager = self._actor.log.in_callback()
         await self._actor.send(command)
         try:
-            await command.reply.wait()
+            await command.reply.answered()
+            command.reply.value_nowait()  # raises an error answer
         except trio.Cancelled:
             # The caller gave up: a prompt not yet executed is dropped, a run it started is
             # aborted, and the caller's cancellation goes on once the session is idle.

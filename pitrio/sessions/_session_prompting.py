@@ -149,14 +149,16 @@ class PromptCommands(SessionSlots):
         self.agent.set_system_prompt(system_prompt or self._base_system_prompt)
         if command.on_accepted is not None:
             await command.on_accepted()
-        await self._drive(lambda: self.agent.prompt(messages))
+        await self._drive(messages)
 
-    async def _drive(self, start: Callable[[], Awaitable[None]]) -> None:
-        """Run the agent, then retry / compact / continue until the session settles."""
+    async def _drive(self, prompt: AgentMessage | list[AgentMessage]) -> None:
+        """Run the agent on ``prompt``, then retry / compact / continue until the session
+        settles. (The prompt itself, not a callable that sends it: a closure and its cells
+        would live as long as the run.)"""
         self._last_assistant = None
         assert self._nursery is not None
         await self.agent.ensure_started(self._nursery)
-        await start()
+        await self.agent.prompt(prompt)
         while True:
             message, self._last_assistant = self._last_assistant, None
             if message is None or not await self._after_run(message):
@@ -219,7 +221,7 @@ class PromptCommands(SessionSlots):
                 self.agent.steer(message)
             command.reply.set(None)
         elif command.trigger_turn:
-            self._start_job(command.reply, lambda: self._drive(lambda: self.agent.prompt(message)))
+            self._start_job(command.reply, functools.partial(self._drive, message))
         else:
             self.agent.append_message(message)
             self.session_manager.append_custom_message_entry(

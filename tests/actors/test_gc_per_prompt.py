@@ -87,3 +87,31 @@ async def test_a_finished_prompt_leaves_nothing_to_the_cyclic_collector() -> Non
                 await agent.prompt(text)
         assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
     assert pitrio_objects(garbage) == []
+
+
+class _Steps(trio.abc.Instrument):
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task is self.task:
+            self.steps += 1
+
+
+async def test_the_sender_of_a_prompt_is_woken_once_by_its_run() -> None:
+    """agent.prompt parks once, from sending the command to the run's end: the agent answers
+    the command when its run has ended (a reply with the run, and then a wait on its end,
+    woke the sender in between: a scheduler pass and a park per prompt)."""
+    faux, registry = make_faux()
+    faux.set_responses([assistant("one"), assistant("two")])
+    async with open_agent(model=faux.get_model(), registry=registry) as agent:
+        await agent.prompt("warm up")
+        steps = _Steps(trio.lowlevel.current_task())
+        trio.lowlevel.add_instrument(steps)
+        try:
+            await agent.prompt("counted")
+        finally:
+            trio.lowlevel.remove_instrument(steps)
+    assert steps.steps == 1
+    assert [m.role for m in agent.messages] == ["user", "assistant"] * 2
