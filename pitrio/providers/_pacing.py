@@ -322,7 +322,7 @@ class PacingClock:
                     stopped = pacer._deliver(chunks[position])
                     position += 1
                     pacer._position = position
-                    if stopped is None and position < len(chunks):
+                    if stopped is None and position < len(chunks) and entry[2] is not None:
                         entry[0] = now + pacer._delay(chunks[position])
                         entry[1] = next(seq)
                         heappush(heap, entry)
@@ -332,6 +332,11 @@ class PacingClock:
                     result: Any = outcome.Error(exc)
                 else:
                     result = WOKEN if stopped is None else outcome.Value(stopped)
+                if entry[2] is None:
+                    # The delivery cancelled the feed's own task (a subscriber aborting its
+                    # run on this token): its abort took the entry and rescheduled the task
+                    # with the cancellation, so it must not be woken a second time.
+                    continue
                 entry[2] = None
                 if pacer is me:
                     me._outcome = result

@@ -241,3 +241,42 @@ async def test_an_exception_in_a_delay_is_raised_by_the_feeding_task(
     assert [entry[1] for entry in log if entry[0] == "bad"] == [1, 2]
     assert [entry for entry in log if entry[0] == "good"] == _expected("good", [1, 1, 1], start)
     assert pacing_clock().waiting() == 0
+
+
+@pytest.mark.parametrize(
+    ("cancel_at", "then_raise"), [(1, False), (2, False), (3, False), (3, True)]
+)
+async def test_a_delivery_that_cancels_its_own_feed_leaves_the_other_feeds_alone(
+    autojump_clock: trio.testing.MockClock, cancel_at: int, then_raise: bool
+) -> None:
+    """A delivery may cancel the task that fed it (a subscriber aborting its run on a token):
+    that feed ends with Cancelled, at its last chunk too, and the feed whose task delivered
+    it (the time keeper) goes on unharmed (the clock rescheduled the cancelled task a second
+    time, an AssertionError raised in the other feed's task). A delivery that raises after
+    cancelling ends its feed cancelled too (the cancellation came first)."""
+    log: list[tuple[str, int, float]] = []
+    outcome: list[str] = []
+
+    async def cancelled_by_its_delivery(scope: trio.CancelScope) -> None:
+        with scope:
+
+            def deliver(chunk: int) -> None:
+                log.append(("self", chunk, trio.current_time()))
+                if chunk == cancel_at:
+                    scope.cancel()
+                    if then_raise:
+                        raise ValueError("after the cancel")
+
+            await pacing_clock().pacer().feed([1, 2, 3], lambda c: DELAY, deliver)
+            outcome.append("finished")  # pragma: no cover - the scope is cancelled first
+        outcome.append("cancelled" if scope.cancelled_caught else "not cancelled")
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_feed, "keeper", [1] * 6, log)
+        await trio.testing.wait_all_tasks_blocked()  # "keeper" keeps time: it delivers
+        nursery.start_soon(cancelled_by_its_delivery, trio.CancelScope())
+    assert outcome == ["cancelled"]
+    assert [chunk for name, chunk, _ in log if name == "self"] == list(range(1, cancel_at + 1))
+    assert [entry for entry in log if entry[0] == "keeper"] == _expected("keeper", [1] * 6, start)
+    assert pacing_clock().waiting() == 0
