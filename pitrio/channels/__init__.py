@@ -43,6 +43,7 @@ from ._event_log import Sequenced as Sequenced
 from ._event_log import Snapshot as Snapshot
 from ._event_stream import CHECKPOINT as CHECKPOINT
 from ._event_stream import EVENT_STREAM_BUFFER as EVENT_STREAM_BUFFER
+from ._event_stream import FEED_STOPPED as FEED_STOPPED
 from ._event_stream import NOT_TAKEN as NOT_TAKEN
 from ._event_stream import EventSource as EventSource
 from ._event_stream import EventStream as EventStream
@@ -68,6 +69,7 @@ __all__ = [
     "COALESCE_OVERRUN",
     "DELIVERED",
     "EVENT_STREAM_BUFFER",
+    "FEED_STOPPED",
     "MAILBOX_SIZE",
     "NOT_TAKEN",
     "REPLAY_RING",

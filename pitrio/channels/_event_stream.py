@@ -26,6 +26,10 @@ NOT_TAKEN: Final[Any] = object()
 """What a consumer's inline handler (see `EventStream.wait_readable`) returns for an event it
 leaves to the consumer's task: the event is then buffered and the consumer woken."""
 
+FEED_STOPPED: Final[Any] = object()
+"""What `EventStream.offer_or_stop` returns to stop a feed: the consumer takes over (an
+event is buffered for it, or it has a delivery to finish or an error to raise)."""
+
 CHECKPOINT: Final[Any] = object()
 """What a source (`EventStream.feed_from`) yields to have the consumer pass through the
 scheduler before it goes on (a cancellation point too)."""
@@ -109,6 +113,9 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_consumer_closed",
         "_done",
         "_extract_result",
+        "_feed_inline",
+        "_feed_rest",
+        "_feeding",
         "_finished",
         "_has_result",
         "_inline",
@@ -176,6 +183,13 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._source_started = False
         self._pulling = False  # a task runs the source
         self._pulled: Latch | None = None  # made by a task that found it so, to wait on
+        # While the task running the source awaits what it yielded (a paced feed), with
+        # no consumer parked: what offer_or_stop hands each event to (the consumer's inline
+        # handler, if the puller is the consumer) and what the consumer must do once the
+        # feed stopped (a delivery to finish, an error to raise).
+        self._feeding = False
+        self._feed_inline: Callable[[T], Any] | None = None
+        self._feed_rest: Any = None
 
     @property
     def max_buffer(self) -> int:
@@ -309,6 +323,39 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         buf.append(event)
         return True
 
+    def offer_or_stop(self, event: T) -> Any:
+        """`offer` for a delivery made while a source's awaitable runs (a paced feed of
+        `feed_from`, whose chunks are delivered by another task or by the timer the consumer
+        itself waits on): None when ``event`` was taken and the feed may go on, else
+        `FEED_STOPPED` (the awaitable should return it: the consumer then takes over), or
+        ``event`` itself when there is no room for it (push it, or yield it as a run).
+
+        While the consumer is the one awaiting the feed, its inline handler (the one given to
+        `wait_readable`) handles each event here, as `offer` does for a parked consumer; an
+        event it leaves (`NOT_TAKEN`) is buffered, an awaitable it returns is what the
+        consumer's wait returns, and an exception it raises is raised by that wait: each
+        stops the feed. Without a handler, each event is buffered and stops the feed.
+        """
+        if self._done or self._consumer_closed:
+            return None
+        if self._receiver is not None or not self._feeding:
+            return None if self.offer(event) else event
+        buf = self._buffer
+        inline = self._feed_inline
+        if inline is not None and not buf:
+            try:
+                rest = inline(event)
+            except Exception as exc:
+                self._feed_rest = outcome.Error(exc)
+                return FEED_STOPPED
+            if rest is None:
+                return None
+            if rest is not NOT_TAKEN:
+                self._feed_rest = outcome.Value(rest)
+                return FEED_STOPPED
+        buf.append(event)
+        return FEED_STOPPED
+
     def offer_many(self, events: Sequence[T]) -> int:
         """`offer` a run of events that do not complete the stream, in order, in one call:
         returns how many were taken, a prefix of ``events``; the rest found no room and must
@@ -393,15 +440,19 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         """
         self._source = source
 
-    async def _pull(self) -> None:
+    async def _pull(self, inline: Callable[[T], Any] | None = None) -> Any:
         """Run the source to its next run of events and buffer them, in the consumer's task
-        (or a `result` waiter's: whoever comes while another task runs it waits for that)."""
+        (or a `result` waiter's: whoever comes while another task runs it waits for that).
+
+        ``inline`` is the consumer's handler (`wait_readable`): it handles what is offered
+        while a source's awaitable runs (`offer_or_stop`). Returns what the handler left the
+        consumer to await, else None."""
         if self._pulling:  # another task runs the source (it may be awaiting for it)
             others = self._pulled
             if others is None:
                 others = self._pulled = Latch()
             await others.wait()
-            return
+            return None
         self._pulling = True
         source = self._source
         assert source is not None
@@ -417,18 +468,24 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                     await checkpoint()
                     value = None
                 else:
-                    value = await self._await_for_source(run)
+                    self._feeding = True
+                    self._feed_inline = inline
+                    try:
+                        value = await self._await_for_source(run)
+                    finally:
+                        self._feeding = False
+                        self._feed_inline = None
                 if self._source is not source:
-                    return
+                    return None
                 run = source.send(value)
         except StopIteration:
             self._source = None
             self._source_ended()
-            return
+            return None
         except Exception as exc:
             self._source = None
             self._source_failed(exc)
-            return
+            return None
         finally:
             self._pulling = False
             others = self._pulled
@@ -443,6 +500,11 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 source.close()
                 self._record(self._extract_result(last))
                 self._close_send()
+        rest = self._feed_rest
+        if rest is None:
+            return None
+        self._feed_rest = None
+        return rest.unwrap()  # what the handler left to finish, or its error, raised here
 
     async def _await_for_source(self, awaitable: Awaitable[Any]) -> Any:
         """Await what the source is waiting for, in the consumer's task."""
@@ -604,7 +666,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         if self._buffer or self._send_closed or self._consumer_closed:
             return READY
         if self._source is not None:
-            return self._pull()
+            return self._pull(inline)
         if self._waiting:
             self._unpark_one()  # max_buffer=0: the waiting producer hands over to us
         self._inline = inline

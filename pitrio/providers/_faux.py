@@ -27,7 +27,7 @@ import orjson
 import trio
 
 from pitrio._fast_init import layout_twin, positional_factory
-from pitrio.channels import CHECKPOINT, EventSource, checkpoint
+from pitrio.channels import CHECKPOINT, FEED_STOPPED, EventSource, checkpoint
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
@@ -489,10 +489,11 @@ class FauxProvider:
         options: StreamOptions,
         out: AssistantMessageEventStream,
     ) -> EventSource[AssistantMessageEvent] | None:
-        """At unlimited speed the answer is computed, not waited for: the consumer runs it
-        (`_answer`) in its own task. A paced answer sleeps, so it gets a task (`_stream`)."""
-        if self._paced:
-            return None
+        """The answer is run by the consumer, in its own task (`_answer`): computed at
+        unlimited speed; paced, its deltas are delivered by the run's pacing clock while the
+        consumer waits on it (no task of its own: a paced answer lasts seconds, and with
+        thousands of them a task's objects are a good part of what the cyclic collector
+        walks)."""
         return self._answer(model, context, options, out)
 
     async def _stream(
@@ -521,6 +522,8 @@ class FauxProvider:
                     value = await item
                 continue
             value = None
+            if not item:  # a paced feed stopped: nothing to hand over (offered already)
+                continue
             last = item[-1]
             if is_terminal(last):
                 del item[-1]
@@ -541,9 +544,9 @@ class FauxProvider:
         out: AssistantMessageEventStream,
     ) -> EventSource[AssistantMessageEvent]:
         """One request answered as pi's faux answers it: the next scripted response (a
-        factory's made now), with the usage estimate, streamed as runs of events (`_runs`),
-        the terminal event last. Yields an awaitable where there is one to wait for (an async
-        ``on_response`` or factory; a paced answer as a whole, pushed by itself)."""
+        factory's made now), with the usage estimate, streamed as runs of events (`_runs`,
+        or `_paced_runs`), the terminal event last. Yields an awaitable where there is one
+        to wait for (an async ``on_response`` or factory; a paced block's feed)."""
         step = self._pending.popleft() if self._pending else None
         self.state.call_count += 1
         on_response = options.on_response
@@ -588,7 +591,7 @@ class FauxProvider:
             return
         if self._paced:
             yield CHECKPOINT
-            yield self._paced_answer(message, out)
+            yield from self._paced_runs(message, out)
             return
         # The stream holds this generator (an inline source): no reference back to it from
         # here on, so a stream left unfinished is no cycle for the collector.
@@ -692,52 +695,43 @@ class FauxProvider:
         add(_terminal_event(message))
         yield run
 
-    async def _paced_answer(
+    def _paced_runs(
         self, message: AssistantMessage, out: AssistantMessageEventStream
-    ) -> None:
-        """Stream ``message`` as pi's faux does at ``tokens_per_second``, from its own task.
+    ) -> EventSource[AssistantMessageEvent]:
+        """Stream ``message`` as pi's faux does at ``tokens_per_second``: the start and each
+        block's start, then its deltas, each ``tokens / tokens_per_second`` after the one
+        before, fed by the run's shared pacing clock (``_pacing``: no Trio deadline per
+        chunk, and the consumer sleeps through the block; each delta is offered as it falls
+        due, to the consumer's inline handler while it waits), then its end.
 
-        Nothing that lives across its waits but what it must (a paced answer lasts seconds,
-        and with thousands of them whatever a waiting task keeps alive is walked and promoted
-        by the cyclic collector): no bound method held in a local, the blocks walked by
+        A feed stopped for the consumer (an event it must take in its own task, a delivery
+        to finish) yields an empty run: the consumer takes over, and the next step feeds on;
+        an event there was no room for comes back as a run of its own. Nothing lives across
+        the waits but what must (a paced answer lasts seconds, and with thousands of them
+        whatever waits is walked and promoted by the cyclic collector): blocks walked by
         position (a range iterator is not a tracked object, a tuple's iterator is)."""
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
-        await out.emit(_start_event(builder.snapshot()))
+        run: list[AssistantMessageEvent] = [_start_event(builder.snapshot())]
         blocks = message.content
         for position in range(len(blocks)):
             block = blocks[position]
-            await trio.lowlevel.checkpoint_if_cancelled()
             index, kind, event = _open_block(builder, block, builder.snapshot)
+            run.append(event)
+            yield run
             text = _block_text(block)
-            await out.emit(event)
             chunks = _split(text, self._min, self._max, self._rng)
-            await self._paced_deltas(out, builder, index, chunks, DELTA_FACTORIES[kind])
-            await out.emit(_close_block(builder, block, index, text, builder.snapshot))
-        await out.emit(_terminal_event(message))
-
-    async def _paced_deltas(
-        self,
-        out: AssistantMessageEventStream,
-        builder: AssistantMessageBuilder,
-        index: int,
-        chunks: list[str],
-        make: Callable[[int, str, Any], Any],
-    ) -> None:
-        """Stream ``chunks`` into block ``index``, each ``tokens / tokens_per_second`` after
-        the one before, delivered by the run's shared pacing clock (``_pacing``: no Trio
-        deadline per chunk, and this task sleeps through the block instead of waking per
-        chunk; an event the consumer has no room for comes back here to be pushed with
-        backpressure)."""
-        tps = self._tps
-        assert tps is not None
-        block = _PacedBlock(out, builder, index, make, tps)
-        pacer = pacing_clock().pacer()
-        stopped = await pacer.feed(chunks, block.delay, block.deliver)
-        while stopped is not None:
-            await out.push(stopped)
-            del stopped  # not kept across the next wait (the cyclic GC would promote it)
-            stopped = await pacer.feed_on()
+            paced = _PacedBlock(out, builder, index, DELTA_FACTORIES[kind], self._tps)
+            pacer = pacing_clock().pacer()
+            stopped = yield pacer.feed(chunks, paced.delay, paced.deliver)
+            while stopped is not None:
+                yield [] if stopped is FEED_STOPPED else [stopped]
+                del stopped  # not kept across the next wait (the cyclic GC would promote it)
+                stopped = yield pacer.feed_on()
+            del paced, pacer
+            run = [_close_block(builder, block, index, text, builder.snapshot)]
+        run.append(_terminal_event(message))
+        yield run
 
 
 class _PacedBlock:
@@ -754,8 +748,9 @@ class _PacedBlock:
         builder: AssistantMessageBuilder,
         index: int,
         make: Callable[[int, str, Any], Any],
-        tps: float,
+        tps: float | None,
     ) -> None:
+        assert tps is not None
         self._out = out
         self._builder = builder
         self._append = builder.chunk_appender(index)
@@ -768,8 +763,7 @@ class _PacedBlock:
 
     def deliver(self, chunk: str) -> object:
         self._append(chunk)
-        item = self._make(self._index, chunk, self._builder.snapshot())
-        return None if self._out.offer(item) else item
+        return self._out.offer_or_stop(self._make(self._index, chunk, self._builder.snapshot()))
 
 
 def _block_text(block: AssistantContentBlock) -> str:

@@ -86,6 +86,7 @@ class Pacer:
         "_clock",
         "_delay",
         "_deliver",
+        "_delivering",
         "_entry",
         "_message",
         "_outcome",
@@ -105,6 +106,9 @@ class Pacer:
         self._delay: Callable[[Any], float] = _no_delay
         self._deliver: Callable[[Any], Any] = _no_delivery
         self._outcome: Any = WOKEN  # how the feed's last release ended (the leader's answer)
+        # While the clock runs one of this feed's deliveries: False; then the cancellation
+        # that came meanwhile (its raise_cancel), refused and delivered once it is done.
+        self._delivering: Any = None
         # The park message's abort reaches the pacer through a weak reference: a strong one
         # would be a cycle, and the pacer (with the stream's task, its nursery and scopes
         # until the task is gone) would wait for a full collection instead of dying with the
@@ -181,7 +185,13 @@ class Pacer:
             return await self._clock._lead(self)
         return value
 
-    def _abort(self, _: object) -> trio.lowlevel.Abort:
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        if self._delivering is not None:
+            # One of this feed's deliveries runs (it cancelled its own consumer, say): the
+            # clock finishes it, then wakes the task with the cancellation (or with what the
+            # delivery stopped the feed with, for the consumer to take over first).
+            self._delivering = raise_cancel
+            return trio.lowlevel.Abort.FAILED
         # Cancelled while parked as a follower: the entry stays in the heap, dead; the next
         # wait takes a fresh one (a live entry's due must never change inside the heap).
         self._entry[2] = None
@@ -318,11 +328,14 @@ class PacingClock:
                     return
                 budget -= 1
                 position = pacer._position
+                pacer._delivering = False
+                stopped = None
                 try:
                     stopped = pacer._deliver(chunks[position])
                     position += 1
                     pacer._position = position
-                    if stopped is None and position < len(chunks) and entry[2] is not None:
+                    if stopped is None and position < len(chunks) and pacer._delivering is False:
+                        pacer._delivering = None
                         entry[0] = now + pacer._delay(chunks[position])
                         entry[1] = next(seq)
                         heappush(heap, entry)
@@ -332,11 +345,13 @@ class PacingClock:
                     result: Any = outcome.Error(exc)
                 else:
                     result = WOKEN if stopped is None else outcome.Value(stopped)
-                if entry[2] is None:
+                raise_cancel, pacer._delivering = pacer._delivering, None
+                if raise_cancel is not None and raise_cancel is not False and stopped is None:
                     # The delivery cancelled the feed's own task (a subscriber aborting its
-                    # run on this token): its abort took the entry and rescheduled the task
-                    # with the cancellation, so it must not be woken a second time.
-                    continue
+                    # run on this token; its abort was refused meanwhile): the feed raises
+                    # the cancellation now, unless it stopped for its consumer to take over
+                    # first (which then meets the cancellation at its next checkpoint).
+                    result = outcome.capture(raise_cancel)
                 entry[2] = None
                 if pacer is me:
                     me._outcome = result

@@ -13,7 +13,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pitrio.channels import NOT_TAKEN, EventStream
+from pitrio.channels import FEED_STOPPED, NOT_TAKEN, EventStream
 
 
 @attrs.frozen
@@ -323,3 +323,143 @@ async def test_offer_many_buffers_up_to_the_room_left() -> None:
     assert stream.offer_many([Ev("delta", i) for i in range(1, 6)]) == 2
     assert [e.value for e in stream.receive_all_nowait()] == [0, 1, 2]
     assert stream.offer_many([]) == 0
+
+
+class Feed:
+    """A source's awaitable that another task drives, as a paced feed is driven by the pacing
+    clock: `deliver` offers an event through `offer_or_stop`; a stop, or `finish`, ends the
+    awaited wait with that value."""
+
+    def __init__(self, stream: EventStream[Ev, int]) -> None:
+        self.stream = stream
+        self.send, self.receive = trio.open_memory_channel[Any](1)
+        self.waits = 0
+
+    async def wait(self) -> Any:
+        self.waits += 1
+        return await self.receive.receive()
+
+    def deliver(self, event: Ev) -> Any:
+        stopped = self.stream.offer_or_stop(event)
+        if stopped is not None:
+            self.send.send_nowait(stopped)
+        return stopped
+
+    def finish(self) -> None:
+        self.send.send_nowait(None)
+
+    def source(self) -> Any:
+        """Start, a feed (resumed after each stop), done: as the paced faux's source."""
+        yield [Ev("start")]
+        stopped = yield self.wait()
+        while stopped is not None:
+            yield [] if stopped is FEED_STOPPED else [stopped]
+            stopped = yield self.wait()
+        yield [Ev("done", 99)]
+
+
+async def test_a_feed_delivers_to_the_consumers_handler_while_it_awaits_the_feed() -> None:
+    """While the consumer runs the source's awaitable (a paced feed), events offered by the
+    task driving the feed go to its inline handler: the consumer does not wake per event."""
+    stream = make_stream()
+    feed = Feed(stream)
+    stream.feed_from(feed.source())
+    consumer = Consumer(stream)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consumer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        wake_ups = consumer.wake_ups
+        for value in range(3):
+            assert feed.deliver(Ev("delta", value)) is None
+        await trio.testing.wait_all_tasks_blocked()
+        assert consumer.wake_ups == wake_ups
+        feed.finish()
+    assert [(w, e.kind, e.value) for w, e in consumer.got] == [
+        ("task", "start", 0),
+        ("inline", "delta", 0),
+        ("inline", "delta", 1),
+        ("inline", "delta", 2),
+        ("task", "done", 99),
+    ]
+    assert feed.waits == 1
+    assert await stream.result() == 99
+
+
+async def test_a_feed_stops_for_what_the_consumer_must_take_over_then_goes_on() -> None:
+    """An event the handler leaves is buffered, an awaitable it returns is finished by the
+    consumer, and each stops the feed: the consumer takes over, then the source feeds on."""
+    stream = make_stream()
+    feed = Feed(stream)
+    stream.feed_from(feed.source())
+    consumer = Consumer(stream)
+    finished: list[int] = []
+
+    async def finish_delivery() -> None:
+        await trio.lowlevel.checkpoint()
+        finished.append(len(consumer.got))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consumer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        assert feed.deliver(Ev("delta", 0)) is None
+        assert feed.deliver(Ev("other", 1)) is FEED_STOPPED  # left to the consumer's task
+        await trio.testing.wait_all_tasks_blocked()
+        consumer.after_inline = finish_delivery()
+        assert feed.deliver(Ev("delta", 2)) is FEED_STOPPED  # a delivery to finish
+        await trio.testing.wait_all_tasks_blocked()
+        assert finished == [4]  # after the delta it was returned for
+        assert feed.deliver(Ev("delta", 3)) is None
+        feed.finish()
+    assert [(w, e.kind, e.value) for w, e in consumer.got] == [
+        ("task", "start", 0),
+        ("inline", "delta", 0),
+        ("task", "other", 1),
+        ("inline", "delta", 2),
+        ("inline", "delta", 3),
+        ("task", "done", 99),
+    ]
+    assert feed.waits == 3
+
+
+async def test_an_exception_in_the_handler_during_a_feed_is_raised_in_the_consumer() -> None:
+    stream = make_stream()
+    feed = Feed(stream)
+    stream.feed_from(feed.source())
+
+    def broken(event: Ev) -> Any:
+        raise ValueError(f"cannot handle {event.value}")
+
+    async def consume() -> None:
+        assert stream.receive_all_nowait() == ()
+        await stream.wait_readable(broken)  # runs the source: its start
+        assert [e.kind for e in stream.receive_all_nowait()] == ["start"]
+        await stream.wait_readable(broken)  # the feed
+
+    with pytest.RaisesGroup(pytest.RaisesExc(ValueError, match="cannot handle 7")):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(consume)
+            await trio.testing.wait_all_tasks_blocked()
+            assert feed.deliver(Ev("delta", 7)) is FEED_STOPPED  # raised by the consumer
+
+
+async def test_a_feed_read_without_a_handler_stops_for_every_event() -> None:
+    """An ``async for`` reader has no handler: each event fed is buffered and stops the feed,
+    so the reader gets every one, in order."""
+    stream = make_stream()
+    feed = Feed(stream)
+    stream.feed_from(feed.source())
+    got: list[tuple[str, int]] = []
+
+    async def read() -> None:
+        async for event in stream:
+            got.append((event.kind, event.value))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        for value in range(3):
+            await trio.testing.wait_all_tasks_blocked()
+            assert feed.deliver(Ev("delta", value)) is FEED_STOPPED
+        await trio.testing.wait_all_tasks_blocked()
+        feed.finish()
+    assert got == [("start", 0), ("delta", 0), ("delta", 1), ("delta", 2), ("done", 99)]
+    assert feed.waits == 4

@@ -286,12 +286,12 @@ async def test_tokens_per_second_paces_the_stream(
 
 
 @pytest.mark.parametrize("paced", [False, True])
-async def test_an_unpaced_answer_runs_in_the_consumers_task_a_paced_one_in_its_own(
+async def test_an_answer_runs_in_the_consumers_task_paced_or_not(
     autojump_clock: trio.testing.MockClock, registry: ProviderRegistry, paced: bool
 ) -> None:
-    """At unlimited speed the faux spawns no task: the consumer computes the answer as it
-    reads (the nursery stays empty, the response is taken at the first read); a paced answer
-    sleeps between chunks, so it runs as a task in the starter's nursery. Same events."""
+    """The faux spawns no task: the consumer computes the answer as it reads (the nursery
+    stays empty, the response is taken at the first read); a paced one sleeps on the pacing
+    clock between chunks, in the consumer's task too. Same events, paced on time."""
     faux = register_faux_provider(
         api="faux",
         token_size=(1, 1),
@@ -302,10 +302,13 @@ async def test_an_unpaced_answer_runs_in_the_consumers_task_a_paced_one_in_its_o
     model = faux.get_model()
     assert model is not None
     async with trio.open_nursery() as nursery:
+        start = trio.current_time()
         events = start_stream(nursery, model, Context(), registry=registry)
-        assert len(nursery.child_tasks) == (1 if paced else 0)
-        assert faux.pending_count == 1  # nothing ran yet either way
+        assert len(nursery.child_tasks) == 0
+        assert faux.pending_count == 1  # nothing ran yet
         types = [event.type async for event in events]
+        assert len(nursery.child_tasks) == 0
+        assert trio.current_time() - start == pytest.approx(10 * 0.001 if paced else 0)
     assert faux.pending_count == 0
     assert types == ["start", "text_start"] + ["text_delta"] * 10 + ["text_end", "done"]
 
