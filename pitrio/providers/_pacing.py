@@ -142,7 +142,11 @@ class Pacer:
         ``await pacer.feed_on()`` continues with the next chunk, its delay counted from then.
 
         Await it at once, from the task that called this (a checkpoint, cancellable; a
-        cancelled feed delivers nothing more).
+        cancelled feed delivers nothing more). A cancellation that arrives while one of its
+        deliveries runs (the delivery cancelled the feeding task: a subscriber aborting its
+        run) is held until that delivery is done: the feed then raises it, or, if the
+        delivery stopped the feed, returns the stop value first (the task meets the
+        cancellation at its next checkpoint).
         """
         self._chunks = chunks
         self._position = 0
