@@ -475,8 +475,8 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                     finally:
                         self._feeding = False
                         self._feed_inline = None
-                if self._source is not source:
-                    return None
+                if self._source is not source:  # closed, or ended (an abort), meanwhile
+                    return self._take_feed_rest()
                 run = source.send(value)
         except StopIteration:
             self._source = None
@@ -500,11 +500,18 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 source.close()
                 self._record(self._extract_result(last))
                 self._close_send()
+        if self._feed_rest is None:
+            return None
+        return self._take_feed_rest()
+
+    def _take_feed_rest(self) -> Any:
+        """What the consumer's handler left it when it stopped a feed: the awaitable to
+        finish (returned), its error (raised), or None."""
         rest = self._feed_rest
         if rest is None:
             return None
         self._feed_rest = None
-        return rest.unwrap()  # what the handler left to finish, or its error, raised here
+        return rest.unwrap()
 
     async def _await_for_source(self, awaitable: Awaitable[Any]) -> Any:
         """Await what the source is waiting for, in the consumer's task."""
