@@ -56,7 +56,21 @@ READY: Final = _Ready()
 """What a ``wait_*`` method returns when there is nothing to wait for (it returns None)."""
 
 
-class Park:
+class _HandDriven:
+    """The end of the generator protocol for an awaitable that is its own iterator (`Park`,
+    `checkpoint`'s): nothing to throw into, nothing to close (a generator would be an object
+    per wait)."""
+
+    __slots__ = ()
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise val if val is not None else typ
+
+    def close(self) -> None:
+        pass
+
+
+class Park(_HandDriven):
     """A reusable ``wait_task_rescheduled(abort)``: ``await park`` returns the value the task
     is rescheduled with (or raises its error), exactly as ``wait_task_rescheduled`` does.
 
@@ -92,12 +106,6 @@ class Park:
             # tangle of frames for the cyclic collector).
             del value
         raise StopIteration(result)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        raise val if val is not None else typ
-
-    def close(self) -> None:
-        pass
 
 
 class Waiters:
@@ -159,7 +167,7 @@ def _abort_at_once(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
     return trio.lowlevel.Abort.SUCCEEDED
 
 
-class _Checkpoint:
+class _Checkpoint(_HandDriven):
     """``trio.lowlevel.checkpoint()`` as one shared, stateless awaitable (see `checkpoint`)."""
 
     __slots__ = ()
@@ -187,12 +195,6 @@ class _Checkpoint:
         ):
             return _CANCEL_POINT
         raise StopIteration
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        raise val if val is not None else typ
-
-    def close(self) -> None:
-        pass
 
 
 class _SchedulePoint(_Checkpoint):

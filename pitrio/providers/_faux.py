@@ -522,8 +522,6 @@ class FauxProvider:
                     value = await item
                 continue
             value = None
-            if not item:  # a paced feed stopped: nothing to hand over (offered already)
-                continue
             last = item[-1]
             if is_terminal(last):
                 del item[-1]

@@ -203,6 +203,6 @@ InlineStreamFn: TypeAlias = Callable[
 Called instead of starting the provider's task: it returns the source the consumer runs in
 its own task (`EventStream.feed_from`), following the `ProviderStreamFn` contract with runs
 of events in place of pushes (the completion event last), or None to be run as a task this
-time (say, a paced answer). It must not block; an abort closes the source and ends the
+time. It must not block; an abort closes the source and ends the
 stream with what the attached builder holds.
 """
