@@ -313,6 +313,32 @@ async def test_an_answer_runs_in_the_consumers_task_paced_or_not(
     assert types == ["start", "text_start"] + ["text_delta"] * 10 + ["text_end", "done"]
 
 
+async def test_a_paced_answer_as_a_task_pushes_what_a_slow_reader_has_no_room_for(
+    autojump_clock: trio.testing.MockClock, registry: ProviderRegistry
+) -> None:
+    """Served without its inline form (a wrapper that keeps only ``stream``, as the CLI's
+    credentials do), a paced answer runs as a task; a delta that falls due while the reader's
+    buffer is full stops the feed and is pushed with backpressure, then the feed goes on:
+    every event arrives, in order."""
+    faux = register_faux_provider(
+        api="faux", token_size=(1, 1), tokens_per_second=1_000, registry=registry
+    )
+    faux.set_responses([faux_assistant_message("abcd" * 10)])
+    model = as_a_task(faux, registry)
+    types: list[str] = []
+    texts: list[str] = []
+    async with trio.open_nursery() as nursery:
+        events = start_stream(nursery, model, Context(), registry=registry, max_buffer=1)
+        assert len(nursery.child_tasks) == 1
+        async for event in events:
+            types.append(event.type)
+            if isinstance(event, TextDeltaEvent):
+                texts.append(event.delta)
+            await trio.sleep(0.005)  # five chunks' time: the buffer is full when they fall due
+    assert types == ["start", "text_start"] + ["text_delta"] * 10 + ["text_end", "done"]
+    assert "".join(texts) == "abcd" * 10
+
+
 async def test_an_inline_answer_aborted_from_another_task_ends_at_once(
     autojump_clock: trio.testing.MockClock, faux: FauxProvider, registry: ProviderRegistry
 ) -> None:
