@@ -5,18 +5,30 @@
     PitrioError
      +-- WireFormatError (also ValueError)       pitrio.codec: JSON not of the expected pi shape
      +-- UsageError (also RuntimeError)          a caller mistake (prompting a busy agent ...)
+     |    +-- FileArgumentError                  pitrio.sessions.resources: an @file argument
      +-- RequestRejected                         pitrio.actors: a provider request hook refused
      +-- CommandRefused                          pitrio.host: a command answered as an error (kind)
      +-- HostCommandFailed                       pitrio.host load harness: a command refused
+     +-- JsonParseError (also ValueError)        pitrio.host: a JSONL line that is not JSON
+     +-- InvalidCommand (also ValueError)        pitrio.host: an RPC command of the wrong shape
+     +-- UnknownCommand (also LookupError)       pitrio.host: an RPC command type pi lacks
+     +-- CliError                                pitrio.cli: a command line that cannot run
+     +-- ExportError                             pitrio.cli: a session that cannot be exported
+     +-- FauxScriptError (also ValueError)       pitrio.cli: a PITRIO_FAUX_SCRIPT that is unusable
      +-- ProviderError                           pitrio.providers
      |    +-- ProviderNotFound (also LookupError) no provider for a model's API
      |    +-- ModelNotFound (also LookupError)    no such model in the catalogue
+     |    +-- UnknownPreset (also LookupError)    no openai-completions compat preset of that name
      |    +-- ModelsJsonError (also ValueError)   a user models.json that cannot be used
      |    +-- RequestAuthError                    a models.json key or header did not resolve
+     |    +-- MissingApiKey                       no API key for the model's provider
      |    +-- HTTPStatusError                     raised inside the HTTP layer, becomes data
      |    +-- InvalidStreamError                  an SSE event a provider cannot read
      |    |    +-- NotAnEventStreamError          a 2xx answer whose body is not SSE (type, head)
      |    +-- StreamStalledError                  no byte from the server for the stall timeout
+     |    +-- StreamErrorChunk                    an error object inside an SSE stream
+     |    +-- FinishReasonError                   a finish reason that ends the answer in error
+     |    +-- TruncatedStreamError                a stream that ended before its final event
      +-- SessionError                            pitrio.sessions
      |    +-- SessionFileCorrupt (also ValueError)  a session line that cannot be read (file, line)
      |    +-- SessionEntryNotFound (also LookupError)
