@@ -8,7 +8,12 @@ from typing import Any
 import trio
 
 from pitrio.actors import open_agent
-from pitrio.providers import faux_assistant_message, faux_tool_call, register_faux_provider
+from pitrio.providers import (
+    AssistantMessage,
+    faux_assistant_message,
+    faux_tool_call,
+    register_faux_provider,
+)
 from pitrio.tools import tool
 
 
@@ -35,7 +40,9 @@ async def main() -> None:
         agent.subscribe(lambda event: print(event.type) if "tool" in event.type else None)
         await agent.prompt("Weather in Lisbon?")  # returns when the run has ended
     print([message.role for message in agent.messages])
-    print(agent.messages[-1].text())
+    answer = agent.messages[-1]
+    assert isinstance(answer, AssistantMessage)
+    print(answer.text())
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ async def main() -> None:
     faux = register_faux_provider(api="faux")  # a scripted model
     faux.set_responses([faux_assistant_message("Hello from the faux model.")])
     context = Context(messages=[UserMessage(content="Hi!", timestamp=0)])
-    async with stream_simple(faux.get_model(), context) as events:
+    async with stream_simple(faux.models[0], context) as events:
         async for event in events:  # start, text_start, text_delta..., text_end, done
             if event.type == "text_delta":
                 print(event.delta, end="", flush=True)
