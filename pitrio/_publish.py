@@ -24,14 +24,22 @@ def publish(namespace: MutableMapping[str, Any], names: Iterable[str]) -> None:
         names: the package's ``__all__``.
     """
     package = namespace["__name__"]
-    private_prefix = package + "._"
     for name in names:
         obj = namespace[name]
         # Classes and functions only: an instance (EMPTY_USAGE) reports its class's module.
         if not isinstance(obj, type | FunctionType):
             continue
-        if not obj.__module__.startswith(private_prefix):
+        if not _is_private_below(obj.__module__, package):
             continue
         if isinstance(obj, type) and obj.__dict__.get("__pitrio_wire__"):
             attrs.resolve_types(obj)
         obj.__module__ = package
+
+
+def _is_private_below(module: str, package: str) -> bool:
+    """Whether ``module`` is an implementation module of ``package``: below it, with an
+    underscore name on the way (``pkg._impl``, ``pkg.sub._impl``; not ``pkg.sub``, which is a
+    public namespace that presents its own names)."""
+    if not module.startswith(package + "."):
+        return False
+    return any(part.startswith("_") for part in module[len(package) + 1 :].split("."))
