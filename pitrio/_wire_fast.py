@@ -1,29 +1,30 @@
-"""The fast path of :mod:`pitrio.codec`'s structure hooks.
+"""Pitrio's accelerators: a decoder generated for each of its own wire classes.
 
 For every wire class the codec generates (on first use) a function that builds the class from a
 ``dict`` whose values have the expected types: type checks inline, one call per nested object,
-none of cattrs' machinery per call. A field of a tagged union (a message's ``role``, a content
-block's ``type``) picks the member's function by its tag inline, and arrays of objects are built
-in the same function. Anything it is not sure of (a missing key, an int where a
-float is expected, a dict subclass, a nested shape it does not know) makes it give up with
-:class:`_Slow`, and cattrs' own function, built from the same fields, decides: the same object,
-or the error with its message. So there is one decoding path, and it is the fast one for the
-JSON pi writes (``tests/sessions/test_decoding.py`` checks both paths agree, on pi's captures
-and on random edits of them).
+none of cattrs' machinery per call. The object itself is built by calling the class, with
+keywords, so attrs' own ``__init__`` applies defaults, converters and validators as for any
+other caller. A field of a tagged union (a message's ``role``, a content block's ``type``) picks
+the member's function by its tag inline, and arrays of objects are built in the same function.
+Anything it is not sure of (a missing key, an int where a float is expected, a dict subclass, a
+nested shape it does not know) makes it give up with :class:`_Slow`, and cattrs' own function,
+built from the same fields, decides: the same object, or the error with its message. Both paths
+give the same results (``tests/sessions/test_decoding.py`` checks it on pi's captures and on
+random edits of them, ``tests/sessions/test_accelerators.py`` with the accelerators off).
 
-Classes and fields may ask for more (the constants below): repeated values decoded as one
-object (SHARED, SHARE_EQUAL), objects of leaves left untracked by the cyclic garbage collector
-(ACYCLIC), converters not called on what they keep (KEEPS), a twin returning the fields instead
-of the object (FIELDS), and, for classes whose fields are all optional, a twin for the object
-that has every key (COMPLETE_MIN).
+``PITRIO_ACCELERATORS=0`` in the environment switches them off: read once, when this module is
+first imported; then no function is generated and every object is decoded by cattrs' function
+alone (slower, the same results). Any other value, or none, leaves them on.
+
+Classes and fields may ask for more: repeated strings decoded as one object (:data:`SHARED`),
+and a second function returning the fields instead of the object (:data:`FIELDS`).
 
 Like :mod:`pitrio.codec` it imports nothing from pitrio.
 """
 
 from __future__ import annotations
 
-import functools
-import gc
+import os
 import sys
 from collections import ChainMap
 from collections.abc import Callable, Mapping
@@ -33,89 +34,28 @@ from typing import Any, Final, Literal, Union, cast, get_args, get_origin
 import attrs
 import cattrs
 
-from pitrio._fast_init import layout_twin
+__all__ = ["ENABLED", "FIELDS", "SHARED", "fast_structure_fn", "live_lookup"]
 
-__all__ = [
-    "ACYCLIC",
-    "FIELDS",
-    "KEEPS",
-    "SHARED",
-    "SHARE_EQUAL",
-    "fast_structure_fn",
-    "live_lookup",
-]
+ENABLED: Final = os.environ.get("PITRIO_ACCELERATORS", "1").strip() != "0"
+"""Whether decoders are generated (``PITRIO_ACCELERATORS`` is not ``0``; read once, at import)."""
 
 SHARED: Final = "shared"
 """Field metadata key: ``metadata={SHARED: True}`` on a ``str`` field whose values repeat
 across objects (a message's ``provider``, ``model``, ``api``, a tool's name) has every decoded
-value be one shared string object (``sys.intern``).
-
-Why: a full collection of the cyclic garbage collector visits every object a live object refers
-to, strings included, and on a loaded session that is mostly cache misses. Sharing the values
-that repeat (and the declared strings of ``Literal`` fields, and ``0.0`` for a float written as
-``0``) halves the time a full collection spends on a 10,000-entry session. Strings and floats
+value be one shared string object (``sys.intern``), and so does every declared string of a
+``Literal`` field: a loaded session holds one copy of each instead of one per message. Strings
 are immutable: nothing can tell a shared one from a copy.
 """
 
-
-SHARE_EQUAL: Final = "__wire_share_equal__"
-"""Class attribute: a frozen wire class that sets ``__wire_share_equal__ = True`` (pi-ai's
-``Usage`` and ``Cost``) has every decoded object without unknown keys that equals one decoded
-recently be that object (a bounded cache per class, keyed by the field values; fields that are
-wire classes are keyed by identity, so they share only when they are shared themselves).
-
-Why: a session file repeats the same usage and cost (all zeros for a free or local model) in
-every assistant message, and each of those objects is one more that the cyclic garbage
-collector tracks: on a 10,000-entry session, one less tracked object per entry is a tenth of
-the collections while it loads. The objects are frozen: nothing can tell a shared one from a
-copy (``==``, hashing and encoding give the same results).
-"""
-
-KEEPS: Final = "__wire_keeps__"
-"""Field converter attribute: a converter with ``__wire_keeps__ = (str, tuple)`` returns a value
-of exactly one of those types unchanged, so the generated function calls it only for other
-values (the tuple it built itself, the common case, takes no call)."""
-
 FIELDS: Final = "__wire_fields__"
 """Class attribute: the generated function of a class that sets ``__wire_fields__ = True``
-has a twin as its ``fields`` attribute: the same checks on the same ``dict``, returning the
-values of the ``__init__`` fields (in declaration order, ``extra`` aside) as a tuple instead of
-the object, and giving up (:class:`_Slow`) on an object with unknown keys.
+(and has no converter or validator) has a twin as its ``fields`` attribute: the same checks on
+the same ``dict``, returning the values of the ``__init__`` fields (in declaration order,
+``extra`` aside) as a tuple instead of the object, and giving up (:class:`_Slow`) on an object
+with unknown keys.
 
 Why: the session loader keeps a message line as its parts (see
-``pitrio.sessions._entry_columns``); building the entry object to take it apart again was a
-tenth of the time of decoding the line.
-"""
-
-COMPLETE_MIN: Final = 3
-"""Known keys from which a class whose fields are all optional gets a twin for the object that
-has them all: each read by subscript, without ``get``, the missing-key test and the counting of
-known keys per field (a third of the time of ``Usage`` and ``Cost``, which pi always writes
-whole)."""
-
-SHARE_EQUAL_MAX: Final = 4096
-"""Distinct objects a shared class's cache holds before it starts again (memory stays bounded
-whatever is decoded)."""
-
-_SHARE_PRIMITIVES: Final = frozenset({str, int, float, bool})
-
-ACYCLIC: Final = "__wire_acyclic__"
-"""Class attribute: a frozen wire class that sets ``__wire_acyclic__ = True`` (pi-ai's content
-blocks, messages, ``Usage`` and ``Cost``) has every decoded object without unknown keys whose
-fields hold only values the cyclic garbage collector does not track (strings, numbers,
-``None``, objects untracked by this rule, dicts of such values, tuples of them) untracked as
-well, on CPython.
-
-Why: such an object cannot be part of a reference cycle (the class is frozen and everything
-it refers to is a leaf), so the collector has nothing to find in it; it is the rule CPython
-itself applies to tuples and to dicts of atomic values. A loaded session is mostly such
-objects, and every tracked object that stays alive counts toward the collector's next full
-pass, which walks the whole heap: opening a 10,000-entry session kept ~30,000 tracked objects
-and so set off a full pass in nearly every open; untracked, it sets off none. Nothing else
-changes: the objects are equal, hash, encode and are freed by reference counting as before.
-The one thing the collector would miss is a cycle someone builds later through one of the
-plain dicts such an object holds (a tool call's ``arguments`` made to hold the message): that
-cycle would only be freed with the process.
+``pitrio.sessions._entry_columns``) and builds the entry only when it is asked for.
 """
 
 
@@ -232,9 +172,7 @@ _INLINE_CHECKS: Final[dict[Any, str]] = {
     int: "if type({v}) is not int: raise _Slow",
     bool: "if type({v}) is not bool: raise _Slow",
     float: (
-        "if type({v}) is not float:\n"
-        "    if type({v}) is not int: raise _Slow\n"
-        "    {v} = _ZERO if {v} == 0 else float({v})"
+        "if type({v}) is not float:\n    if type({v}) is not int: raise _Slow\n    {v} = float({v})"
     ),
 }
 
@@ -416,11 +354,10 @@ def _fast_field_code(tp: Any, v: str, conv: cattrs.Converter, namespace: dict[st
     return f"{v} = _convert_{v}({v})"
 
 
-def _present_branch(code: str, counted: bool) -> list[str]:
-    """The ``else:`` branch of an optional field that is present: its checks, and one more
-    known key counted when the function counts them."""
-    body = (["_n += 1"] if counted else []) + code.splitlines()
-    return ["    else:", *("        " + line for line in body)] if body else []
+def _present_branch(code: str) -> list[str]:
+    """The ``else:`` branch of an optional field that is present: one more known key counted,
+    and its checks."""
+    return ["    else:", "        _n += 1", *("        " + line for line in code.splitlines())]
 
 
 def fast_structure_fn(
@@ -430,91 +367,47 @@ def fast_structure_fn(
     known: set[str],
     wire_key: Callable[[attrs.Attribute[Any]], str],
 ) -> Callable[[Any], Any] | None:
-    """The fast path of a wire class's structure hook: the class built from a ``dict`` whose
-    values have the expected types by a function generated for the class (type checks inline,
-    one call per nested value), without cattrs' machinery per call.
+    """The fast path of a wire class's structure hook: a function generated for the class that
+    checks a ``dict``'s values inline and calls the class with them, or gives up (raises).
 
     Called after cattrs built its function for the class, which resolved string annotations
-    where they can be; ``None`` when one could not be (cattrs' function then does all the work).
-    Like the slow path, it checks the discriminators (``fixed``) and keeps keys outside
-    ``known`` in ``extra``.
+    where they can be; ``None`` when one could not be, or when the accelerators are off (see
+    the module notes): cattrs' function then does all the work. Like the slow path, it checks
+    the discriminators (``fixed``) and keeps keys outside ``known`` in ``extra``.
     """
-    setters = _slot_setters(cls)
-    # Built as its layout twin where it has one (see pitrio._fast_init.positional_factory).
-    twin = layout_twin(cls) if setters is not None else None
-
-    def assign(name: str, value: str) -> str:
-        return f"obj.{name} = {value}" if twin is not None else f"_set_{name}(obj, {value})"
-
-    # ``extra`` is each branch's last field: there the twin becomes the class.
-    finish = "; obj.__class__ = _cls" if twin is not None else ""
-    new_object = "_twin()" if twin is not None else "_new(_cls)"
+    if not ENABLED:
+        return None
+    fields = attrs.fields(cls)
+    extra_field = attrs.fields_dict(cls).get("extra")
+    if extra_field is None or not extra_field.init or extra_field.alias != "extra":
+        return None
     namespace: dict[str, Any] = {
         "_Slow": _Slow,
         "_MISSING": _MISSING,
         "_cls": cls,
-        "_twin": twin,
-        "_new": object.__new__,
         "_known": frozenset(known),
-        "_setattr": object.__setattr__,
         "_unknown": _unknown_keys,
-        "_ZERO": _ZERO,
     }
+    # The function counts the known keys it meets (``_n``): the object has no unknown keys
+    # when that is all of them.
     lines = ["def fast(data):", "    get = data.get"]
-    # Built directly, the function counts the known keys it meets (``_n``): the object has
-    # no unknown keys when that is all of them.
-    counted = setters is not None
     present = 0  # known keys every object that gets past the checks has
-    # Every field optional (Usage, Cost): a twin for the object that has all the known keys
-    # (as pi writes them), each read by subscript, without the counting (see COMPLETE_MIN).
-    complete: list[str] | None = (
-        []
-        if counted and cls.__dict__.get(FIELDS) is not True and len(known) >= COMPLETE_MIN
-        else None
-    )
     for index, (key, value) in enumerate(fixed.items()):
         namespace[f"_fixed{index}"] = value
-        if counted:
-            present += 1
-            lines.append(f"    d{index} = get({key!r}, _MISSING)")
-            lines.append(f"    if d{index} is _MISSING: _n -= 1")
-            lines.append(f"    elif d{index} != _fixed{index}: raise _Slow")
-            if complete is not None:
-                complete.append(f"    if data[{key!r}] != _fixed{index}: raise _Slow")
-        else:
-            lines.append(f"    if get({key!r}, _fixed{index}) != _fixed{index}: raise _Slow")
+        present += 1
+        lines.append(f"    d{index} = get({key!r}, _MISSING)")
+        lines.append(f"    if d{index} is _MISSING: _n -= 1")
+        lines.append(f"    elif d{index} != _fixed{index}: raise _Slow")
     args: list[str] = []
-    sets: list[str] = []
-    factories = False
-    share = setters is not None and cls.__dict__.get(SHARE_EQUAL) is True
-    untrack = _gc_untrack() if setters is not None and cls.__dict__.get(ACYCLIC) is True else None
-    leaves: list[str] = []  # what must hold for an object to be untracked (see ACYCLIC)
     values: list[str] = []  # the locals of the __init__ fields, in order
-    fields_source: list[str] = []
-    complete_source: list[str] = []
-    keys: list[str] = []  # the cache key's parts when ``share``
-    guards: list[str] = []  # conditions for sharing (no zero float but the shared one)
-    for index, field in enumerate(attrs.fields(cls)):
-        if field.name == "extra":
-            continue
-        v = f"v{index}"
-        default = field.default
-        if not field.init:
-            if isinstance(default, attrs.Factory) or not _atomic_type(type(default)):  # type: ignore[arg-type]
-                untrack = None
-            # Only when building directly (the class's __init__ sets it otherwise).
-            if setters is not None:
-                if twin is None:
-                    namespace[f"_set_{field.name}"] = setters[field.name]
-                if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                    namespace[f"_factory_{v}"] = default.factory
-                    sets.append(f"    {assign(field.name, f'_factory_{v}()')}")
-                else:
-                    namespace[f"_default_{v}"] = default
-                    sets.append(f"    {assign(field.name, f'_default_{v}')}")
+    plain = True  # no converter or validator: the values are the fields (see FIELDS)
+    for index, field in enumerate(fields):
+        if field.name == "extra" or not field.init:
             continue
         if isinstance(field.type, str) or field.alias is None:
             return None
+        plain = plain and field.converter is None and field.validator is None
+        v = f"v{index}"
         code = _fast_field_code(field.type, v, conv, namespace)
         if field.metadata.get(SHARED):
             namespace["_intern"] = sys.intern
@@ -525,147 +418,41 @@ def fast_structure_fn(
                 else f"if type({v}) is str: {v} = _intern({v})"
             )
             code = f"{code}\n{interned}".lstrip("\n")
-        leaf = _leaf_check(field.type, v) if untrack is not None else None
         key = wire_key(field)
-        if complete is not None:
-            complete.append(f"    {v} = data[{key!r}]")
-            complete.extend("    " + line for line in code.splitlines())
+        default = field.default
         if default is attrs.NOTHING:
             # Required: a missing key raises KeyError, which gives up as _Slow does.
-            complete = None
             present += 1
             lines.append(f"    {v} = data[{key!r}]")
             lines.extend("    " + line for line in code.splitlines())
-        elif isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-            lines.append(f"    {v} = get({key!r}, _MISSING)")
-            if setters is None:
-                # Left to the class's own default: passed only when present.
-                lines.append(f"    if {v} is not _MISSING:")
-                lines.extend("        " + line for line in code.splitlines())
-                lines.append(f"        kwargs[{field.alias!r}] = {v}")
-                factories = True
-                continue
-            namespace[f"_factory_{v}"] = default.factory
-            lines.append(f"    if {v} is _MISSING:")
-            lines.append(f"        {v} = _factory_{v}()")
-            lines.extend(_present_branch(code, counted))
         else:
             lines.append(f"    {v} = get({key!r}, _MISSING)")
-            namespace[f"_default_{v}"] = default
             lines.append(f"    if {v} is _MISSING:")
-            lines.append(f"        {v} = _default_{v}")
-            lines.extend(_present_branch(code, counted))
-        if setters is None:
-            args.append(f"{field.alias}={v}")
-            continue
-        if share:
-            part = _share_key(field.type, v)
-            if part is None:
-                share = False
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                if default.takes_self:
+                    return None
+                namespace[f"_factory_{v}"] = default.factory
+                lines.append(f"        {v} = _factory_{v}()")
             else:
-                keys.append(part)
-                if field.type is float:
-                    # A float zero read as such may be -0.0 (== 0.0, another repr): only
-                    # the zero written as the integer 0 (made the shared 0.0) is shared.
-                    guards.append(f"({v} or {v} is _ZERO)")
-        post: list[str] = []  # after the value is read, in both functions
-        if field.converter is not None:  # as __init__ does, for passed and default values
-            namespace[f"_converter_{v}"] = field.converter
-            keeps = getattr(field.converter, KEEPS, ())
-            namespace.update({f"_keeps_{v}_{i}": kept for i, kept in enumerate(keeps)})
-            unless = " and ".join(f"type({v}) is not _keeps_{v}_{i}" for i in range(len(keeps)))
-            convert = f"{v} = _converter_{v}({v})"
-            post.append(f"    if {unless}: {convert}" if unless else f"    {convert}")
-        if leaf is not None:
-            if leaf[0]:
-                post.append(f"    {leaf[0]}")
-            leaves.append(leaf[1])
-        lines.extend(post)
-        if complete is not None:
-            complete.extend(post)
-        if twin is None:
-            namespace[f"_set_{field.name}"] = setters[field.name]
-        sets.append(f"    {assign(field.name, v)}")
+                namespace[f"_default_{v}"] = default
+                lines.append(f"        {v} = _default_{v}")
+            lines.extend(_present_branch(code))
+        args.append(f"{field.alias}={v}")
         values.append(v)
-    if setters is not None:
-        # Built directly: what the class's generated __init__ would do (one slot set per
-        # field; defaults, factories and converters applied alike), at half its cost.
-        if twin is None:
-            namespace["_set_extra"] = setters["extra"]
-        lines.insert(2, f"    _n = {present}")
-        tail_start = len(lines)
-        untrack_lines: list[str] = []
-        if untrack is not None:
-            namespace.update(_untrack=untrack, _tracked=gc.is_tracked, _any=any, _map=map, _id=id)
-            condition = " and ".join(leaves)
-            call = "_untrack(_id(obj))"
-            untrack_lines = [f"if {condition}: {call}" if condition else call]
-        if cls.__dict__.get(FIELDS) is True:
-            # The same checks, then the values instead of the object (see FIELDS).
-            fields_source = [
-                "def fast_fields(data):",
-                *lines[1:],
-                "    if len(data) != _n: raise _Slow",
-                f"    return ({', '.join(values)},)",
-            ]
-        if share and setters.keys() - {"extra"} == {
-            field.name for field in attrs.fields(cls) if field.init and field.name != "extra"
-        }:
-            # Only an object without unknown keys is shared: ``extra`` is not compared.
-            cache: dict[Any, Any] = {}
-            namespace["_shared"], namespace["_shared_max"] = cache, SHARE_EQUAL_MAX
-            namespace["_id"] = id
-            lines.append(f"    if {' and '.join(['len(data) == _n', *guards])}:")
-            lines.append(f"        _key = ({', '.join(keys)},)")
-            lines.append("        obj = _shared.get(_key)")
-            lines.append("        if obj is not None: return obj")
-            lines.append(f"        obj = {new_object}")
-            lines.extend("    " + line for line in sets)
-            lines.append(f"        {assign('extra', 'None')}{finish}")
-            lines.extend("        " + line for line in untrack_lines)
-            lines.append("        if len(_shared) >= _shared_max: _shared.clear()")
-            lines.append("        _shared[_key] = obj")
-            lines.append("        return obj")
-        lines.append(f"    obj = {new_object}")
-        lines.extend(sets)
-        if untrack_lines:
-            # Unknown keys (kept in a dict) or values it tracks: the collector keeps it.
-            lines.append("    if len(data) == _n:")
-            lines.append(f"        {assign('extra', 'None')}{finish}")
-            lines.extend("        " + line for line in untrack_lines)
-            lines.append("        return obj")
-            lines.append(f"    {assign('extra', '_unknown(data, _known)')}{finish}")
-        else:
-            extra = "None if len(data) == _n else _unknown(data, _known)"
-            lines.append(f"    {assign('extra', extra)}{finish}")
-        lines.append("    return obj")
-        if complete is not None:
-            # Tried first when the object has as many keys as are known; anything it does not
-            # build (a known key missing beside an unknown one, a value to give up on) is
-            # decided by the general function, which builds it or gives up.
-            complete_source = [
-                "def _complete(data):",
-                f"    _n = {len(known)}",
-                *complete,
-                *lines[tail_start:],
-            ]
-            lines[2:2] = [
-                f"    if len(data) == {len(known)}:",
-                "        try:",
-                "            return _complete(data)",
-                "        except Exception:",
-                "            pass",
-            ]
-    else:
-        if factories:
-            lines.insert(2, "    kwargs = {}")
-            args.append("**kwargs")
-        lines.append(f"    obj = _cls({', '.join(args)})")
-        lines.append("    if not _known.issuperset(data):")
-        lines.append("        _setattr(obj, 'extra', _unknown(data, _known))")
-        lines.append("    return obj")
+    lines.insert(2, f"    _n = {present}")
+    fields_source: list[str] = []
+    if plain and cls.__dict__.get(FIELDS) is True:
+        # The same checks, then the values instead of the object (see FIELDS).
+        fields_source = [
+            "def fast_fields(data):",
+            *lines[1:],
+            "    if len(data) != _n: raise _Slow",
+            f"    return ({', '.join(values)},)",
+        ]
+    args.append("extra=None if len(data) == _n else _unknown(data, _known)")
+    lines.append(f"    return _cls({', '.join(args)})")
     # Named after the class, so that tracebacks and profiles say which function it is.
-    source = "\n".join([*lines, *fields_source, *complete_source])
+    source = "\n".join([*lines, *fields_source])
     exec(compile(source, f"<wire structure {cls.__qualname__}>", "exec"), namespace)
     fast = namespace["fast"]
     if fields_source:
@@ -674,110 +461,6 @@ def fast_structure_fn(
 
 
 _MISSING: Final = object()
-_ZERO: Final = 0.0
-"""The float every ``0`` read for a ``float`` field becomes (one object, see SHARED)."""
-
-
-def _share_key(tp: Any, v: str) -> str | None:
-    """The cache key part of a field of a shared class (see :data:`SHARE_EQUAL`): a primitive
-    (or an optional one) by value, a wire class by identity; ``None`` for any other type (the
-    class is then not shared)."""
-    if tp in _SHARE_PRIMITIVES:
-        return v
-    origin, args = get_origin(tp), get_args(tp)
-    if origin in (Union, UnionType) and len(args) == 2 and type(None) in args:
-        inner = args[0] if args[1] is type(None) else args[1]
-        return v if inner in _SHARE_PRIMITIVES and inner is not float else None
-    if origin is Literal and all(type(arg) is str for arg in args):
-        return v
-    if isinstance(tp, type) and attrs.has(tp) and tp.__dict__.get(SHARE_EQUAL) is True:
-        # Kept alive by the cached object that refers to it, so the id is not reused while
-        # the key is in the cache.
-        return f"_id({v})"
-    return None
-
-
-def _slot_setters(cls: type) -> dict[str, Callable[[Any, Any], None]] | None:
-    """Each field's slot setter when an instance may be built without ``__init__``: a slotted
-    attrs class whose ``__init__`` attrs generated, with no validators, no pre- or post-init
-    hook, no hash cache and only plain converters (``None`` otherwise)."""
-    init = cls.__dict__.get("__init__")
-    code = getattr(init, "__code__", None)
-    if code is None or not code.co_filename.startswith("<attrs generated"):
-        return None
-    if "__slots__" not in cls.__dict__ or hasattr(cls, "__attrs_post_init__"):
-        return None
-    if hasattr(cls, "__attrs_pre_init__") or hasattr(cls, "_attrs_cached_hash"):
-        return None
-    setters: dict[str, Callable[[Any, Any], None]] = {}
-    for field in attrs.fields(cls):
-        if field.validator is not None or isinstance(field.converter, attrs.Converter):
-            return None
-        if not field.init and field.converter is not None:
-            return None
-        if isinstance(field.default, attrs.Factory) and field.default.takes_self:  # type: ignore[arg-type]
-            return None
-        descriptor = getattr(cls, field.name, None)
-        setter = getattr(descriptor, "__set__", None)
-        if type(descriptor).__name__ != "member_descriptor" or setter is None:
-            return None
-        setters[field.name] = setter
-    return setters if "extra" in setters else None
-
-
-@functools.cache
-def _gc_untrack() -> Callable[[int], None] | None:
-    """``PyObject_GC_UnTrack`` (the C API that untracks an object), called with the object's
-    ``id``; ``None`` off CPython."""
-    if sys.implementation.name != "cpython":
-        return None
-    try:
-        import ctypes
-    except ImportError:  # pragma: no cover  # a CPython built without ctypes
-        return None
-    # Its own function object, so that no one else's argtypes on pythonapi's are touched;
-    # a PYFUNCTYPE is called holding the GIL. The object's address (id) is the cheapest
-    # argument to convert (the caller holds a reference while it runs).
-    prototype = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
-    return cast(Callable[[int], None], prototype(("PyObject_GC_UnTrack", ctypes.pythonapi)))
-
-
-def _atomic_type(tp: Any) -> bool:
-    """Whether every value of ``tp`` is an object the collector never tracks."""
-    if tp in _SHARE_PRIMITIVES or tp is type(None):
-        return True
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is Literal:
-        return all(type(arg) in _SHARE_PRIMITIVES for arg in args)
-    if origin in (Union, UnionType):
-        return all(_atomic_type(arg) for arg in args)
-    return False
-
-
-def _leaf_check(tp: Any, v: str) -> tuple[str, str] | None:
-    """``(statement, condition)`` for the local ``v``, a field value of type ``tp``, once
-    built: what untracks it when it is a tuple of untracked items, and an expression true when
-    it holds nothing the collector tracks (see :data:`ACYCLIC`); ``None`` when it never does."""
-    if _atomic_type(tp):
-        return None
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is tuple and args[1:] == (Ellipsis,):
-        tuples = True
-    elif origin in (Union, UnionType) and len(args) == 2 and str in args:
-        other = args[0] if args[1] is str else args[1]
-        tuples = get_origin(other) is tuple and get_args(other)[1:] == (Ellipsis,)
-    else:
-        tuples = False
-    # A new tuple is tracked, and the collector untracks a tuple only when none of its items
-    # can be tracked (never one holding objects of a class): its items decide, here.
-    statement = (
-        f"if type({v}) is tuple and {v} and not _tracked({v}[0])"
-        f" and (len({v}) == 1 or not _any(_map(_tracked, {v}))): _untrack(_id({v}))"
-        if tuples
-        else ""
-    )
-    optional = origin in (Union, UnionType) and type(None) in args
-    return statement, f"({v} is None or not _tracked({v}))" if optional else f"not _tracked({v})"
 
 
 def _unknown_keys(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:

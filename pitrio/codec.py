@@ -36,9 +36,10 @@ of every layer imported so far. ``cattrs.global_converter`` is never used.
 
 Encoding to bytes goes through orjson (:meth:`WireCodec.dumps`, :func:`loads`), never
 ``json.dumps``. Decoding a ``dict`` (what :func:`loads` gives) first tries a function generated
-for the class by :mod:`pitrio._wire_fast` (type checks inline, no cattrs machinery per call);
-whatever it is not sure of goes to cattrs' generated function, which stays the reference for
-results and errors.
+for the class by :mod:`pitrio._wire_fast` (type checks inline, no cattrs machinery per call; the
+object built by calling the class); whatever it is not sure of goes to cattrs' generated
+function, which stays the reference for results and errors. ``PITRIO_ACCELERATORS=0`` leaves
+cattrs' function alone (see :mod:`pitrio._wire_fast`).
 
 This module is the floor of the package: it imports nothing else from pitrio but the exceptions.
 """
@@ -68,7 +69,6 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from pitrio._exceptions import PitrioError
 from pitrio._exceptions import UsageError as _UsageError
-from pitrio._fast_init import speed_up_frozen_init as _speed_up_frozen_init
 from pitrio._wire_fast import fast_structure_fn as _fast_structure_fn
 from pitrio._wire_fast import live_lookup as _live_lookup
 
@@ -127,7 +127,6 @@ def wire(cls: _C) -> _C:
     if EXTRA not in attrs.fields_dict(cls):
         raise TypeError(f"wire type {cls.__name__} needs an 'extra' attribute")
     setattr(cls, _WIRE_FLAG, True)
-    _speed_up_frozen_init(cast(type, cls))
     return cls
 
 

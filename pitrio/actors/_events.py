@@ -24,7 +24,7 @@ def _results(items: Any) -> tuple[ToolResultMessage, ...]:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class AgentStartEvent:
     """A run begins."""
 
@@ -33,7 +33,7 @@ class AgentStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class AgentEndEvent:
     """A run ended; ``messages`` are the messages it added to the transcript. Always last."""
 
@@ -43,7 +43,7 @@ class AgentEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class TurnStartEvent:
     """A turn (one LLM call and the tools it asks for) begins."""
 
@@ -52,7 +52,7 @@ class TurnStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class TurnEndEvent:
     """A turn ended with ``message`` (the assistant's) and its tool results."""
 
@@ -63,7 +63,7 @@ class TurnEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class MessageStartEvent:
     """A message enters the transcript (for the assistant: it starts streaming)."""
 
@@ -73,7 +73,7 @@ class MessageStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class MessageUpdateEvent:
     """The streaming assistant message changed; ``assistant_message_event`` says how."""
 
@@ -84,7 +84,7 @@ class MessageUpdateEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class MessageEndEvent:
     """A message is complete and appended to the transcript (unless ``dropped``)."""
 
@@ -97,7 +97,7 @@ class MessageEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolExecutionStartEvent:
     """A tool call is about to be prepared and run."""
 
@@ -109,7 +109,7 @@ class ToolExecutionStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolExecutionUpdateEvent:
     """A running tool reported progress (its ``on_update`` callback)."""
 
@@ -124,7 +124,7 @@ class ToolExecutionUpdateEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolExecutionEndEvent:
     """A tool call finished (or failed, was blocked, skipped or not found)."""
 

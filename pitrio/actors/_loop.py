@@ -47,7 +47,6 @@ import trio
 
 from pitrio._awaitable import maybe_await
 from pitrio._exceptions import PitrioError
-from pitrio._fast_init import positional_factory
 from pitrio.actors._events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -93,10 +92,11 @@ from pitrio.providers import (
 )
 from pitrio.tools import AgentTool
 
-message_update: Final = positional_factory(
-    MessageUpdateEvent, ("assistant_message_event", "message")
-)
-"""``MessageUpdateEvent(assistant_message_event=..., message=...)``, positionally: per token."""
+
+def message_update(assistant_message_event: Any, message: Any) -> MessageUpdateEvent:
+    """``MessageUpdateEvent(assistant_message_event=..., message=...)``, positionally: per token."""
+    return MessageUpdateEvent(assistant_message_event=assistant_message_event, message=message)
+
 
 UPDATE_KINDS: Final = frozenset(
     {

@@ -80,7 +80,7 @@ _BROKEN: Final = 2  # overflowed ("error", or "coalesce" beyond its overrun): Su
 _CLOSED: Final = 3  # the subscriber closed it: ClosedResourceError
 
 
-@attrs.define(eq=False, weakref_slot=False)
+@attrs.define(eq=False)
 class Sequenced(Generic[T]):
     """One published event with its sequence number; what `EventLogSubscription` yields.
 

@@ -9,18 +9,19 @@ attributes and encode to the same JSON.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from pitrio._fast_init import positional_factory
 from pitrio.codec import extra_field, wire
 from pitrio.providers._messages import AssistantMessage, ToolCall
 from pitrio.providers._partial import PartialAssistantMessage
 
+_E = TypeVar("_E")
+
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class StartEvent:
     """The stream has started; ``partial`` has no content yet."""
 
@@ -30,7 +31,7 @@ class StartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class TextStartEvent:
     """A text block opens at ``content_index``."""
 
@@ -41,7 +42,7 @@ class TextStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class TextDeltaEvent:
     """Text appended to the block at ``content_index``."""
 
@@ -53,7 +54,7 @@ class TextDeltaEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class TextEndEvent:
     """The text block at ``content_index`` is complete; ``content`` is its text."""
 
@@ -65,7 +66,7 @@ class TextEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ThinkingStartEvent:
     """A thinking block opens at ``content_index``."""
 
@@ -76,7 +77,7 @@ class ThinkingStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ThinkingDeltaEvent:
     """Reasoning text appended to the block at ``content_index``."""
 
@@ -88,7 +89,7 @@ class ThinkingDeltaEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ThinkingEndEvent:
     """The thinking block at ``content_index`` is complete."""
 
@@ -100,7 +101,7 @@ class ThinkingEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolCallStartEvent:
     """A tool call opens at ``content_index``."""
 
@@ -111,7 +112,7 @@ class ToolCallStartEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolCallDeltaEvent:
     """A piece of the tool call's JSON arguments (partial JSON)."""
 
@@ -123,7 +124,7 @@ class ToolCallDeltaEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolCallEndEvent:
     """The tool call at ``content_index`` is complete with parsed arguments."""
 
@@ -135,7 +136,7 @@ class ToolCallEndEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class DoneEvent:
     """The response finished normally (terminal)."""
 
@@ -146,7 +147,7 @@ class DoneEvent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ErrorEvent:
     """The response failed or was aborted (terminal); ``error`` is the final message."""
 
@@ -192,13 +193,33 @@ DeltaEventType: TypeAlias = (
     type[TextDeltaEvent] | type[ThinkingDeltaEvent] | type[ToolCallDeltaEvent]
 )
 
+
+def positional_factory(cls: type[_E], names: tuple[str, ...]) -> Callable[..., _E]:
+    """A function ``make(*values)`` that returns ``cls(**dict(zip(names, values)))``: the
+    keyword-only constructor of a wire class called with values in a fixed order (for code
+    that builds many objects of one class the same way)."""
+
+    def make(*values: Any) -> _E:
+        return cls(**dict(zip(names, values, strict=True)))
+
+    make.__qualname__ = f"{cls.__qualname__}.positional"
+    return make
+
+
+def _delta_factory(cls: DeltaEventType) -> Callable[[int, str, Any], Any]:
+    def make(content_index: int, delta: str, partial: Any) -> Any:
+        return cls(content_index=content_index, delta=delta, partial=partial)
+
+    make.__qualname__ = f"{cls.__qualname__}.positional"
+    return make
+
+
 DELTA_FACTORIES: Final[dict[DeltaEventType, Callable[[int, str, Any], Any]]] = {
-    cls: positional_factory(cls, ("content_index", "delta", "partial"))
-    for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
+    cls: _delta_factory(cls) for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
 }
-"""``make(content_index, delta, partial)`` per delta event class: the same event as the keyword
-call builds, a third cheaper (see `pitrio._fast_init.positional_factory`); for a streaming
-provider's per-token loop."""
+"""``make(content_index, delta, partial)`` per delta event class: the event the keyword call
+``cls(content_index=..., delta=..., partial=...)`` builds; for a streaming provider's per-token
+loop."""
 
 
 _TERMINAL_EVENTS: Final = (DoneEvent, ErrorEvent)

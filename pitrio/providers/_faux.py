@@ -26,7 +26,6 @@ import attrs
 import orjson
 import trio
 
-from pitrio._fast_init import layout_twin, positional_factory
 from pitrio.channels import CHECKPOINT, FEED_STOPPED, EventSource, checkpoint
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
@@ -46,6 +45,7 @@ from pitrio.providers._events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
     is_terminal,
+    positional_factory,
 )
 from pitrio.providers._messages import (
     EMPTY_USAGE,
@@ -158,7 +158,7 @@ def faux_assistant_message(
 
 
 # A response factory makes a message per request, and the usage estimate copies it: both
-# positionally (see pitrio._fast_init.positional_factory), a fifth of the keyword call's cost.
+# positionally (see pitrio.providers._events.positional_factory).
 _scripted_message: Final[Callable[..., AssistantMessage]] = positional_factory(
     AssistantMessage,
     (
@@ -365,18 +365,12 @@ def _with_usage_estimate(
 
 # --------------------------------------------------------------------------- the provider
 
-# The events of a stream, built positionally (see pitrio._fast_init.positional_factory): a
-# short answer's events are mostly these, not deltas.
+# The events of a stream, built positionally (see pitrio.providers._events.positional_factory):
+# a short answer's events are mostly these, not deltas.
 _start_event: Final = positional_factory(StartEvent, ("partial",))
 _text_start: Final = positional_factory(TextStartEvent, ("content_index", "partial"))
 _thinking_start: Final = positional_factory(ThinkingStartEvent, ("content_index", "partial"))
 _tool_call_start: Final = positional_factory(ToolCallStartEvent, ("content_index", "partial"))
-_DELTA_TWINS: Final[dict[type, tuple[type | None, str]]] = {
-    cls: (layout_twin(cls), attrs.fields(cls).type.default)
-    for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
-}
-"""Per delta event class: its layout twin (None where CPython refuses one) and its ``type``,
-for the unlimited-speed loop that builds deltas in place (see `positional_factory`)."""
 _text_end: Final = positional_factory(TextEndEvent, ("content_index", "content", "partial"))
 _thinking_end: Final = positional_factory(ThinkingEndEvent, ("content_index", "content", "partial"))
 _tool_call_end: Final = positional_factory(
@@ -633,12 +627,10 @@ class FauxProvider:
             index, kind, event = _open_block(builder, block, snapshot)
             add(event)
             make = DELTA_FACTORIES[kind]
-            twin, type_name = _DELTA_TWINS[kind]
             sole = builder.sole_block(index)
-            if sole is not None and twin is not None:
+            if sole is not None:
                 # The usual answer, one block: its snapshots built here, without a call per
-                # token (what builder.snapshot() returns in this case), and its deltas too
-                # (the factory's body inline: one Python frame less per token).
+                # token (what builder.snapshot() returns in this case).
                 header = builder.header
                 count = len(sole.chunks)
                 extend = sole.chunks.extend
@@ -660,14 +652,7 @@ class FauxProvider:
                         partial._header = header
                         partial._states = sole
                         partial._count = count
-                        delta: Any = twin()
-                        delta.type = type_name
-                        delta.content_index = index
-                        delta.delta = chunk
-                        delta.partial = partial
-                        delta.extra = None
-                        delta.__class__ = kind
-                        add(delta)
+                        add(make(index, chunk, partial))
                     if stop >= total:
                         countdown -= total - position
                         break

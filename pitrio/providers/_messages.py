@@ -32,13 +32,9 @@ Api: TypeAlias = str
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class TextContent:
     """A text block."""
-
-    # A decoded object holding only leaves is untracked by the garbage collector
-    # (pitrio._wire_fast.ACYCLIC): a loaded session sets off no full collection.
-    __wire_acyclic__ = True
 
     type: Literal["text"] = attrs.field(default="text", init=False)
     text: str
@@ -48,11 +44,9 @@ class TextContent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ThinkingContent:
     """A reasoning block; ``thinking_signature`` lets the provider verify it on replay."""
-
-    __wire_acyclic__ = True  # as TextContent's
 
     type: Literal["thinking"] = attrs.field(default="thinking", init=False)
     thinking: str
@@ -63,11 +57,9 @@ class ThinkingContent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ImageContent:
     """A base64 image."""
-
-    __wire_acyclic__ = True  # as TextContent's
 
     type: Literal["image"] = attrs.field(default="image", init=False)
     data: str
@@ -76,11 +68,9 @@ class ImageContent:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolCall:
     """A tool call requested by the model."""
-
-    __wire_acyclic__ = True  # as TextContent's
 
     type: Literal["toolCall"] = attrs.field(default="toolCall", init=False)
     id: str
@@ -116,24 +106,13 @@ def _result_content(content: Iterable[UserContentBlock]) -> tuple[UserContentBlo
     return _blocks(content)
 
 
-# What each returns unchanged: a decoder that built the tuple calls none (pitrio._wire_fast.KEEPS).
-_user_content.__wire_keeps__ = (str, tuple)  # type: ignore[attr-defined]
-_assistant_content.__wire_keeps__ = (tuple,)  # type: ignore[attr-defined]
-_result_content.__wire_keeps__ = (tuple,)  # type: ignore[attr-defined]
-
-
 # --------------------------------------------------------------------------- usage
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class Cost:
     """Dollar cost of one response, by token class."""
-
-    # Decoded equal costs are one object (pitrio._wire_fast.SHARE_EQUAL): fewer GC-tracked
-    # objects in a loaded session.
-    __wire_share_equal__ = True
-    __wire_acyclic__ = True  # as TextContent's
 
     input: float = 0.0
     output: float = 0.0
@@ -144,12 +123,9 @@ class Cost:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class Usage:
     """Token counts of one response and their cost."""
-
-    __wire_share_equal__ = True  # as Cost's
-    __wire_acyclic__ = True  # as TextContent's
 
     input: int = 0
     output: int = 0
@@ -168,11 +144,9 @@ EMPTY_USAGE = Usage()
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class UserMessage:
     """A user turn: a string or text and image blocks."""
-
-    __wire_acyclic__ = True  # as TextContent's
 
     role: Literal["user"] = attrs.field(default="user", init=False)
     content: str | tuple[UserContentBlock, ...] = attrs.field(converter=_user_content)
@@ -182,11 +156,9 @@ class UserMessage:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class AssistantMessage:
     """A finished model response."""
-
-    __wire_acyclic__ = True  # as TextContent's
 
     role: Literal["assistant"] = attrs.field(default="assistant", init=False)
     content: tuple[AssistantContentBlock, ...] = attrs.field(converter=_assistant_content)
@@ -213,11 +185,9 @@ class AssistantMessage:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class ToolResultMessage:
     """The result of one tool call, sent back to the model."""
-
-    __wire_acyclic__ = True  # as TextContent's
 
     role: Literal["toolResult"] = attrs.field(default="toolResult", init=False)
     tool_call_id: str

@@ -61,7 +61,8 @@ _decode_entry: Final = SESSIONS_CODEC.decoder(SessionEntry)
 
 def _entry_builders() -> dict[Any, Callable[[Any], Any]]:
     """Entry ``type`` -> the generated function that builds that entry class from a ``dict``
-    (the codec's fast path, see :mod:`pitrio._wire_fast`)."""
+    (the codec's fast path, see :mod:`pitrio._wire_fast`); empty when the accelerators are
+    off."""
     _, _, member_fast = getattr(_decode_entry, "tagged")  # noqa: B009  # see WireCodec.decoder
     builders: dict[Any, Callable[[Any], Any]] = {}
     for tag, cls in _ENTRY_TYPES.items():

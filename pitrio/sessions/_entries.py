@@ -222,15 +222,10 @@ def _content(
     return tuple(content)
 
 
-_content.__wire_keeps__ = (str, tuple)  # type: ignore[attr-defined]  # see pitrio._wire_fast.KEEPS
-
-
 @wire
 @attrs.frozen(kw_only=True)
 class BashExecutionMessage(ExtensionMessage):
     """A command the user ran with ``!`` / ``!!`` and its output (role ``bashExecution``)."""
-
-    __wire_acyclic__ = True  # decoded with leaves only: untracked (pitrio._wire_fast)
 
     role: Literal["bashExecution"] = attrs.field(default="bashExecution", init=False)
     command: str
@@ -251,8 +246,6 @@ class BashExecutionMessage(ExtensionMessage):
 class CustomMessage(ExtensionMessage):
     """A message an extension injected into the context (role ``custom``)."""
 
-    __wire_acyclic__ = True  # decoded with leaves only: untracked (pitrio._wire_fast)
-
     role: Literal["custom"] = attrs.field(default="custom", init=False)
     custom_type: str
     content: str | tuple[UserContentBlock, ...] = attrs.field(converter=_content)
@@ -267,8 +260,6 @@ class CustomMessage(ExtensionMessage):
 class BranchSummaryMessage(ExtensionMessage):
     """The summary of a branch the conversation came back from (role ``branchSummary``)."""
 
-    __wire_acyclic__ = True  # decoded with leaves only: untracked (pitrio._wire_fast)
-
     role: Literal["branchSummary"] = attrs.field(default="branchSummary", init=False)
     summary: str
     from_id: str
@@ -280,8 +271,6 @@ class BranchSummaryMessage(ExtensionMessage):
 @attrs.frozen(kw_only=True)
 class CompactionSummaryMessage(ExtensionMessage):
     """The summary that replaces compacted history (role ``compactionSummary``)."""
-
-    __wire_acyclic__ = True  # decoded with leaves only: untracked (pitrio._wire_fast)
 
     role: Literal["compactionSummary"] = attrs.field(default="compactionSummary", init=False)
     summary: str
@@ -295,8 +284,6 @@ class CompactionSummaryMessage(ExtensionMessage):
 class ContextTransformMessage(ExtensionMessage):
     """A transcript-only note that a context transform was applied (role ``contextTransform``,
     seed 001's ``display.showInChat``); never sent to the model, never part of the envelope."""
-
-    __wire_acyclic__ = True  # decoded with leaves only: untracked (pitrio._wire_fast)
 
     role: Literal["contextTransform"] = attrs.field(default="contextTransform", init=False)
     transformer_name: str | None = None
@@ -371,7 +358,7 @@ class SessionHeader:
 
 
 @wire
-@attrs.frozen(kw_only=True, weakref_slot=False)
+@attrs.frozen(kw_only=True)
 class SessionMessageEntry:
     """A message of the conversation (user, assistant, tool result or an extension kind)."""
 

@@ -11,18 +11,19 @@ walks every live object).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final, cast
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
-from pitrio._fast_init import positional_factory
 from pitrio.actors import AgentMessage
 from pitrio.sessions._entries import SessionEntry, SessionMessageEntry
 
-_build_message_entry: Final = positional_factory(
-    SessionMessageEntry, ("id", "parent_id", "timestamp", "message")
-)
-"""``SessionMessageEntry(id=, parent_id=, timestamp=, message=)``, built through the slots (half
-the time of its ``__init__``, which matters when a whole branch of a long session is built)."""
+
+def _build_message_entry(
+    entry_id: str, parent_id: str | None, timestamp: str, message: AgentMessage
+) -> SessionMessageEntry:
+    return SessionMessageEntry(
+        id=entry_id, parent_id=parent_id, timestamp=timestamp, message=message
+    )
 
 
 class EntryColumns:
@@ -97,7 +98,7 @@ class EntryColumns:
         out: list[SessionEntry] = []
         append = out.append
         built = 0
-        build = _build_message_entry
+        build: Callable[..., SessionEntry] = _build_message_entry
         for index in indices:
             entry = entries[index]
             if entry is None:

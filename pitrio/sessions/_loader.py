@@ -277,20 +277,21 @@ def _decode_lines(lines: _Lines) -> EntryColumns:
     source = lines.lines
     parse = orjson.loads
     # The entry class's generated decoder, straight from the tag (decode_entry's fast path
-    # without its call): an unknown tag (KeyError) or a shape it does not build takes the
-    # careful path below, which decodes through decode_entry and reports what fails.
+    # without its call), or decode_entry where there is none (an unknown tag, or the
+    # accelerators off): a line that does not decode takes the careful path below, which
+    # decodes it again through decode_entry and reports what fails.
     builders = ENTRY_BUILDERS
     # A message line without unknown keys: the same generated checks, giving the entry's
     # fields without building it (pitrio._wire_fast.FIELDS); one with unknown keys gives up
     # and takes the careful path, which builds the entry with them.
-    message_fields = getattr(builders["message"], "fields", _no_fields)
+    message_fields = getattr(builders.get("message"), "fields", None)
     unbuilt = 0
     for index in range(lines.next, lines.last + 1):
         try:
             obj = parse(source[index])
             if type(obj) is dict:
                 tag = obj.get("type")
-                if tag == "message":
+                if tag == "message" and message_fields is not None:
                     entry_id, parent_id, timestamp, message = message_fields(obj)
                     add_entry(None)
                     unbuilt += 1
@@ -300,7 +301,8 @@ def _decode_lines(lines: _Lines) -> EntryColumns:
                     add_message(message)
                     continue
                 if tag != "session":
-                    decoded = builders[tag](obj)
+                    decode: Callable[[Any], Any] = builders.get(tag, decode_entry)
+                    decoded = decode(obj)
                     add_id(decoded.id)
                     add_parent(decoded.parent_id)
                     add_entry(decoded)
@@ -318,12 +320,6 @@ def _decode_lines(lines: _Lines) -> EntryColumns:
                 columns.add(entry)
     columns.unbuilt += unbuilt
     return columns
-
-
-def _no_fields(obj: dict[str, Any]) -> tuple[str, str | None, str, Any]:
-    # Where the codec builds message entries without its generated function: every message
-    # line takes the careful path.
-    raise ValueError(obj.get("type"))
 
 
 def _decode(

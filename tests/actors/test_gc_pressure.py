@@ -28,9 +28,7 @@ async def test_a_delivered_delta_is_not_kept_while_the_stream_waits(
 ) -> None:
     faux, registry = make_faux(tokens_per_second=TPS)
     faux.set_responses([assistant("abcd" * 8)])
-    # Held here, strongly: the per-token event classes take no weak references (their
-    # layout must match a plain twin class, see pitrio._fast_init), so what else holds a delta
-    # shows in its reference count.
+    # Held here, strongly: what else holds a delta shows in its reference count.
     delivered: list[Any] = []
     arrived = trio.Event()
 

@@ -125,17 +125,9 @@ async def test_no_delta_is_delivered_after_an_abort_at_unlimited_speed(
         assert _updates(later_seen) == _updates(seen)[:4]
 
 
-@pytest.mark.parametrize("in_place", [True, False])
-async def test_message_updates_built_in_place_equal_the_constructed_ones(
-    monkeypatch: pytest.MonkeyPatch, in_place: bool
-) -> None:
-    """The agent builds each token's ``message_update`` in place (the layout twin, filled,
-    then given its class): it is the frozen event ``MessageUpdateEvent(...)`` makes from the
-    same values, every field set; also through the factory used when no twin exists."""
-    from pitrio.actors import _agent
-
-    if not in_place:
-        monkeypatch.setattr(_agent, "_UPDATE_TWIN", None)
+async def test_message_updates_equal_the_constructed_ones() -> None:
+    """Each token's ``message_update`` is the frozen event ``MessageUpdateEvent(...)`` makes
+    from the same values, every field set."""
     faux, registry = make_faux()
     faux.set_responses([tool_then_text([call("t1", "hello there")], "abcd" * 60)] * 2)
     seen = Recorder()

@@ -4,7 +4,7 @@ mapping) build, or fall back to them, so results, unknown keys and errors are th
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import pytest
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from session_script import SESSIONS_DATA
 
 from pitrio.codec import WireFormatError, dumps
-from pitrio.sessions import SessionEntry, SessionHeader, SessionMessageEntry, decode_entry
+from pitrio.sessions import SessionEntry, SessionHeader, decode_entry
 from pitrio.sessions._codec import SESSIONS_CODEC
 
 
@@ -189,52 +189,3 @@ def mutated_entries(draw: st.DrawFn) -> dict[str, Any]:
 def test_random_entries_decode_the_same_both_ways(entry: dict[str, Any]) -> None:
     """Randomly edited entries of every kind: the same object, unknown keys and errors."""
     assert_same_decoding(SessionEntry, entry)
-
-
-def _assistant_entry(usage: dict[str, Any], entry_id: str) -> dict[str, Any]:
-    message = {
-        "role": "assistant",
-        "content": [{"type": "text", "text": "hi"}],
-        "api": "faux",
-        "provider": "faux",
-        "model": "faux-1",
-        "usage": usage,
-        "stopReason": "stop",
-        "timestamp": 1,
-    }
-    return {
-        "type": "message",
-        "id": entry_id,
-        "parentId": None,
-        "timestamp": "2026-01-01T00:00:00.000Z",
-        "message": message,
-    }
-
-
-ZERO_COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-USAGE = {"input": 5, "output": 7, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12}
-
-
-def _usage(entry: SessionEntry) -> Any:
-    assert isinstance(entry, SessionMessageEntry)
-    return cast(Any, entry.message).usage
-
-
-def test_equal_usage_and_cost_decode_as_one_object() -> None:
-    """Equal usages (and costs) without unknown keys are one shared frozen object; any
-    difference, an unknown key or a float -0.0 gives an object of its own, equal as before."""
-    first = _usage(decode_entry(_assistant_entry({**USAGE, "cost": ZERO_COST}, "a")))
-    again = _usage(decode_entry(_assistant_entry({**USAGE, "cost": dict(ZERO_COST)}, "b")))
-    assert again is first and again.cost is first.cost
-    other = _usage(decode_entry(_assistant_entry({**USAGE, "output": 8, "cost": ZERO_COST}, "c")))
-    assert other is not first and other.output == 8 and other.cost is first.cost
-    extra = _usage(decode_entry(_assistant_entry({**USAGE, "x": 1, "cost": ZERO_COST}, "d")))
-    assert extra is not first and extra == first and extra.extra == {"x": 1}
-    extra_cost = {**ZERO_COST, "y": 2}
-    inner = _usage(decode_entry(_assistant_entry({**USAGE, "cost": extra_cost}, "e")))
-    assert inner is not first and inner.cost.extra == {"y": 2}
-    negative = _usage(
-        decode_entry(_assistant_entry({**USAGE, "cost": {**ZERO_COST, "total": -0.0}}, "f"))
-    )
-    assert negative.cost is not first.cost and repr(negative.cost.total) == "-0.0"
-    assert negative.cost == first.cost and dumps(negative) == dumps(first)

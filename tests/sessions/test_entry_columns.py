@@ -5,12 +5,13 @@ unbuilt."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import pytest
 from session_script import Messages, counter_ids, step_clock
 
+from pitrio import _wire_fast
 from pitrio.sessions import (
     LoadedSession,
     SessionManager,
@@ -21,6 +22,10 @@ from pitrio.sessions import (
 )
 from pitrio.sessions._codec import decode_entry
 from pitrio.sessions._context import SessionTreeCycle
+
+ACCELERATED: Final = pytest.mark.skipif(
+    not _wire_fast.ENABLED, reason="PITRIO_ACCELERATORS=0: the loader builds every entry"
+)
 
 T = 1735689600000
 
@@ -136,6 +141,7 @@ def test_a_message_line_with_unknown_keys_keeps_them(tmp_path: Path) -> None:
     assert opened.get_entries() == decoded(str(path))
 
 
+@ACCELERATED
 def test_open_context_and_restore_build_no_message_entry(tmp_path: Path) -> None:
     """Opening a file, building its context and asking for a thinking entry on the branch
     build no message entry; one asked for is built once and kept."""

@@ -5,15 +5,20 @@ keys; the loader then keeps them as before."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import pytest
 
+from pitrio import _wire_fast
 from pitrio._wire_fast import _Slow
 from pitrio.codec import WireFormatError
 from pitrio.sessions import SessionMessageEntry, load_session_file
 from pitrio.sessions._codec import ENTRY_BUILDERS, decode_entry
+
+ACCELERATED: Final = pytest.mark.skipif(
+    not _wire_fast.ENABLED, reason="PITRIO_ACCELERATORS=0: no generated decoders"
+)
 
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "t0", "cwd": "/p"}
 
@@ -30,6 +35,7 @@ def line(**changes: Any) -> dict[str, Any]:
     }
 
 
+@ACCELERATED
 def test_fields_equal_the_built_entry() -> None:
     """The twin returns id, parent id, timestamp and message, equal to the built entry's."""
     data = line(parentId="p0")
@@ -39,6 +45,7 @@ def test_fields_equal_the_built_entry() -> None:
     assert fields == (entry.id, entry.parent_id, entry.timestamp, entry.message)
 
 
+@ACCELERATED
 @pytest.mark.parametrize("changes", [{"future": 1}, {"id": 5}, {"type": "other"}, {"message": "x"}])
 def test_fields_give_up_where_the_entry_is_not_plain(changes: dict[str, Any]) -> None:
     """Unknown keys or a value of the wrong type make the twin give up (as its builder does,
