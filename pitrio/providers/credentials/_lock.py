@@ -32,6 +32,7 @@ from typing import Final
 import attrs
 import trio
 
+from pitrio.channels import open_body_nursery
 from pitrio.providers._registry import ProviderError
 from pitrio.providers.credentials._auth_file import run_auth_file_work
 
@@ -99,22 +100,22 @@ class HeldLock:
             raise AuthLockCompromised(self.path)
 
 
-def _try_mkdir(path: str, stale: float, clock: Callable[[], float]) -> float | None:
-    """One attempt: the new lock's mtime, or ``None`` while someone else holds it."""
+def _try_mkdir(path: str, stale: float, now: float) -> float | None:
+    """One attempt at wall time ``now``: the new lock's mtime, or ``None`` while someone else
+    holds it. (The clock is read by the caller: a test's clock may need the Trio run.)"""
     for _ in range(2):
         try:
             os.mkdir(path)
         except FileExistsError:
             pass
         else:
-            now = clock()
             os.utime(path, (now, now))
             return os.stat(path).st_mtime
         try:
             held_since = os.stat(path).st_mtime
         except FileNotFoundError:
             continue  # released between mkdir and stat: try once more
-        if held_since >= clock() - stale:
+        if held_since >= now - stale:
             return None
         # Abandoned: remove it and try again (proper-lockfile does the same, skipping the
         # stale check on its second try so two waiters cannot remove each other's new lock).
@@ -124,13 +125,12 @@ def _try_mkdir(path: str, stale: float, clock: Callable[[], float]) -> float | N
     return None
 
 
-def _touch(lock: HeldLock, clock: Callable[[], float]) -> None:
+def _touch(lock: HeldLock, now: float) -> None:
     try:
         current = os.stat(lock.path).st_mtime
         if current != lock.mtime:
             lock.compromised = True
             return
-        now = clock()
         os.utime(lock.path, (now, now))
         lock.mtime = os.stat(lock.path).st_mtime
     except FileNotFoundError:
@@ -155,7 +155,7 @@ async def keep_lock_fresh(lock: HeldLock, *, clock: Callable[[], float] = time.t
     """
     while not lock.compromised:
         await trio.sleep(LOCK_UPDATE)
-        await run_auth_file_work(_touch, lock, clock)
+        await run_auth_file_work(_touch, lock, clock())
 
 
 async def acquire_auth_lock(
@@ -191,7 +191,7 @@ async def acquire_auth_lock(
     delay = LOCK_POLL_MIN
     with trio.move_on_after(wait_limit):
         while True:
-            mtime = await run_auth_file_work(_try_mkdir, path, stale, clock)
+            mtime = await run_auth_file_work(_try_mkdir, path, stale, clock())
             if mtime is not None:
                 return HeldLock(path=path, mtime=mtime)
             await trio.sleep(delay)
@@ -223,7 +223,7 @@ async def hold_auth_lock(
     """
     lock = await acquire_auth_lock(auth_path, stale=stale, wait_limit=wait_limit, clock=clock)
     try:
-        async with trio.open_nursery() as nursery:
+        async with open_body_nursery() as nursery:
             nursery.start_soon(functools.partial(keep_lock_fresh, lock, clock=clock))
             yield lock
             nursery.cancel_scope.cancel()
