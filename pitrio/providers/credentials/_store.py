@@ -47,6 +47,7 @@ import structlog
 import trio
 
 from pitrio._exceptions import UsageError
+from pitrio.channels import open_body_nursery
 from pitrio.providers._custom_models import resolve_config_value
 from pitrio.providers._env_keys import find_env_keys, get_env_api_key
 from pitrio.providers.credentials._auth_file import (
@@ -372,7 +373,7 @@ class CredentialStore:
             with trio.CancelScope(shield=True) as scope:
                 scope.deadline = trio.current_time() + REFRESH_TIMEOUT
                 try:
-                    async with trio.open_nursery() as nursery:
+                    async with open_body_nursery() as nursery:
                         nursery.start_soon(
                             functools.partial(keep_lock_fresh, lock, clock=self._clock)
                         )
@@ -380,6 +381,8 @@ class CredentialStore:
                         nursery.cancel_scope.cancel()
                 finally:
                     await release_auth_lock(lock)
+            # The token is stored; now a cancelled caller stops here, as it asked to.
+            await trio.lowlevel.checkpoint_if_cancelled()
             if scope.cancelled_caught:
                 raise TokenRefreshError(
                     f"Renewing the OAuth token of {provider} took over {REFRESH_TIMEOUT:g} s",
