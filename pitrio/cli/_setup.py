@@ -69,6 +69,7 @@ from pitrio.providers import (
     StreamOptions,
     default_catalogue,
     default_registry,
+    get_env_api_key,
     load_models_json,
 )
 from pitrio.providers.credentials import AUTH_FILE, CredentialStore
@@ -203,6 +204,12 @@ class Credentials:
     def set_runtime_key(self, provider: str, key: str) -> None:
         """Use ``key`` for every request to ``provider`` (``--api-key``)."""
         self.store.set_runtime_key(provider, key)
+
+    def key(self, provider: str) -> str | None:
+        """The key from ``--api-key`` or the environment (no ``auth.json``: its values may
+        need a command or a token refresh; :meth:`authorize` resolves them)."""
+        runtime = self.store.runtime_key(provider)
+        return runtime if runtime is not None else get_env_api_key(provider, self.env)
 
     def has_auth(self, model: Model) -> bool:
         """Whether requests to ``model`` would carry credentials (nothing is run)."""

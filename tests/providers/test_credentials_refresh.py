@@ -18,6 +18,7 @@ import httpx
 import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 
 from pitrio.providers.credentials import (
     REFRESH_MARGIN,
@@ -212,6 +213,31 @@ async def test_concurrent_callers_refresh_once(setup: Setup, tmp_path: Path) -> 
             setup.tokens.gate.set()
     assert keys == ["at-1"] * 8
     assert setup.tokens.refresh_tokens == ["rt-old"]
+
+
+async def test_sessions_with_their_own_stores_refresh_once(setup: Setup, tmp_path: Path) -> None:
+    """Stores built per session (as ``pitrio serve`` builds them) share one refresh, and each
+    then holds the rotated token."""
+    setup.tokens.gate = trio.Event()
+    path = _write_oauth(tmp_path / "auth.json", "old", -10)
+    stores = [_store(setup, path) for _ in range(3)]
+    keys: list[str | None] = []
+
+    async def ask(store: CredentialStore) -> None:
+        keys.append(await store.api_key(PROVIDER))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for store in stores * 2:
+                nursery.start_soon(ask, store)
+            await setup.tokens.received.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            setup.tokens.gate.set()
+    assert keys == ["at-1"] * 6
+    assert setup.tokens.refresh_tokens == ["rt-old"]
+    for store in stores:
+        found = store.get(PROVIDER)
+        assert found is not None and found[0].refresh == "rt-1"
 
 
 async def test_failed_refresh_raises_and_keeps_the_entry(setup: Setup, tmp_path: Path) -> None:

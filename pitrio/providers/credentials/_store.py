@@ -24,8 +24,9 @@ Files:
     longer works; pi and pitrio then keep sharing one sign-in.
 
 Refresh:
-    A token is renewed when less than :data:`REFRESH_MARGIN` seconds remain. In one process,
-    one task renews a provider's token while the others asking for it wait for that result.
+    A token is renewed when less than :data:`REFRESH_MARGIN` seconds remain. In one Trio run,
+    one task renews a provider's token while the others asking for it (through any store)
+    wait for that result.
     Across processes the file lock decides: the renewing task takes the lock, reads the file
     again, and renews only if the token there still needs it (another process may have
     renewed it meanwhile). Waiting for the lock can be cancelled; once the lock is held the
@@ -40,7 +41,7 @@ import functools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 import structlog
@@ -93,6 +94,38 @@ def _ensure_dir(directory: str) -> None:
         os.makedirs(directory, mode=AUTH_DIR_MODE, exist_ok=True)
 
 
+@attrs.define
+class _Flight:
+    """One refresh in progress in this process; its waiters read the result when ``done``."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    finished: bool = False
+    result: OAuthCredential | None = None
+    error: Exception | None = None
+
+
+_flights_var: trio.lowlevel.RunVar[dict[tuple[str, str], _Flight]] = trio.lowlevel.RunVar(
+    "pitrio_oauth_refreshes"
+)
+"""(auth.json path, provider) -> the refresh in progress, for every store of a Trio run."""
+
+_file_locks_var: trio.lowlevel.RunVar[dict[str, trio.Lock]] = trio.lowlevel.RunVar(
+    "pitrio_auth_file_locks"
+)
+"""auth.json path -> the lock tasks of a Trio run take before the file lock."""
+
+T = TypeVar("T")
+
+
+def _in_run(var: trio.lowlevel.RunVar[dict[Any, T]]) -> dict[Any, T]:
+    try:
+        return var.get()
+    except LookupError:
+        table: dict[Any, T] = {}
+        var.set(table)
+        return table
+
+
 @attrs.frozen(kw_only=True)
 class AuthStatus:
     """Whether a provider has credentials, and from where (pi's ``getAuthStatus``; no secret)."""
@@ -104,21 +137,12 @@ class AuthStatus:
     """``--api-key``, the environment variable's name, or the ``auth.json`` path."""
 
 
-@attrs.define
-class _Flight:
-    """One refresh in progress in this process; its waiters read the result when ``done``."""
-
-    done: trio.Event = attrs.field(factory=trio.Event)
-    finished: bool = False
-    result: OAuthCredential | None = None
-    error: Exception | None = None
-
-
 class CredentialStore:
     """API keys and OAuth tokens for providers, from ``auth.json`` files and the environment.
 
-    Build one with :meth:`load` (reads the files now) and share it between the sessions of a
-    process, so that they renew a token once.
+    Build one with :meth:`load` (reads the files now). Stores of one Trio run share their
+    refreshes in progress (keyed by file and provider), so sessions that each built their own
+    store (``pitrio serve`` does) still renew a token once.
 
     Args:
         paths: the ``auth.json`` files, pitrio's first (written), then pi's (read, and written
@@ -148,8 +172,6 @@ class CredentialStore:
         self._data: list[dict[str, Any]] = [{} for _ in self.paths]
         self._runtime: dict[str, str] = {}
         self._commands: dict[str, str | None] = {}
-        self._flights: dict[str, _Flight] = {}
-        self._file_locks: dict[str, trio.Lock] = {}
         self.errors: list[Exception] = []
         """Files that could not be read (pi's ``drainErrors``); such a file counts as empty."""
 
@@ -185,6 +207,10 @@ class CredentialStore:
     def set_runtime_key(self, provider: str, key: str) -> None:
         """Use ``key`` for ``provider`` before anything stored (``--api-key``; not saved)."""
         self._runtime[provider] = key
+
+    def runtime_key(self, provider: str) -> str | None:
+        """The runtime key of ``provider``, if one was set."""
+        return self._runtime.get(provider)
 
     def remove_runtime_key(self, provider: str) -> None:
         """Forget the runtime key of ``provider``."""
@@ -302,10 +328,7 @@ class CredentialStore:
                     await release_auth_lock(lock)
 
     def _file_lock(self, path: str) -> trio.Lock:
-        lock = self._file_locks.get(path)
-        if lock is None:
-            lock = self._file_locks[path] = trio.Lock()
-        return lock
+        return _in_run(_file_locks_var).setdefault(path, trio.Lock())
 
     # ----------------------------------------------------------------------- refresh
 
@@ -338,8 +361,14 @@ class CredentialStore:
         return renewed.access if renewed is not None else None
 
     async def _refresh_once(self, provider: str) -> OAuthCredential | None:
-        """Renew ``provider``'s token, or wait for the task of this process that is doing so."""
-        while (flight := self._flights.get(provider)) is not None:
+        """Renew ``provider``'s token, or wait for the task of this process that is doing so
+        (from any store of this Trio run that reads the same file)."""
+        found = self.get(provider)
+        if found is None:
+            return None
+        key = (found[1], provider)
+        flights = _in_run(_flights_var)
+        while (flight := flights.get(key)) is not None:
             await flight.done.wait()
             if flight.finished:
                 if flight.error is not None:
@@ -347,11 +376,14 @@ class CredentialStore:
                         f"Could not renew the OAuth token of {provider}: {flight.error}",
                         provider=provider,
                     ) from flight.error
+                if flight.result is not None:
+                    # The leader's store wrote the file; this store's copy is older.
+                    await self.reload()
                 return flight.result
             # Its task was cancelled before it held the lock: try again, maybe as the leader.
-        flight = self._flights[provider] = _Flight()
+        flight = flights[key] = _Flight()
         try:
-            flight.result = await self._refresh_locked(provider)
+            flight.result = await self._refresh_locked(provider, found[1])
             flight.finished = True
             return flight.result
         except Exception as exc:
@@ -359,14 +391,10 @@ class CredentialStore:
             flight.finished = True
             raise
         finally:
-            del self._flights[provider]
+            del flights[key]
             flight.done.set()
 
-    async def _refresh_locked(self, provider: str) -> OAuthCredential | None:
-        found = self.get(provider)
-        if found is None:
-            return None
-        path = found[1]
+    async def _refresh_locked(self, provider: str, path: str) -> OAuthCredential | None:
         async with self._file_lock(path):
             lock = await acquire_auth_lock(path, stale=self._lock_stale, clock=self._clock)
             # From here on a rotated refresh token is at stake: the caller's cancellation waits.
