@@ -29,6 +29,7 @@ from pitrio.providers.credentials import (
     CredentialStore,
     OAuthCredential,
     TokenRefreshError,
+    default_refreshers,
 )
 from pitrio.sessions.resources import resolve_agent_dirs
 
@@ -61,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _load(env: Mapping[str, str]) -> tuple[CredentialStore, CustomModels | None, list[str]]:
     dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
-    store = CredentialStore.load(dirs.auth_paths(), env=env)
+    store = CredentialStore.load(dirs.auth_paths(), env=env, refreshers=default_refreshers())
     warnings = [f"cannot read {exc}" for exc in store.errors]
     custom: CustomModels | None = None
     try:

@@ -72,7 +72,7 @@ from pitrio.providers import (
     get_env_api_key,
     load_models_json,
 )
-from pitrio.providers.credentials import AUTH_FILE, CredentialStore
+from pitrio.providers.credentials import AUTH_FILE, CredentialStore, default_refreshers
 from pitrio.sessions import ScopedModel, SessionManager, SettingsManager
 from pitrio.sessions.resources import AgentDirs, resolve_agent_dirs
 from pitrio.tools import AgentTool
@@ -314,7 +314,8 @@ def load_model_setup(
         warnings.append(f"errors loading models.json:\n{exc}")
         custom = CustomModels(catalogue=ModelCatalogue(_all(default_catalogue), builtin=False))
     paths = auth_paths if auth_paths is not None else (os.path.join(agent_dir, AUTH_FILE),)
-    credentials = Credentials(custom, env, CredentialStore.load(paths, env=env))
+    store = CredentialStore.load(paths, env=env, refreshers=default_refreshers())
+    credentials = Credentials(custom, env, store)
     registry = ProviderRegistry()
     for provider in default_registry.providers():
         registry.register(_authorizing(provider, credentials, settings), "pitrio:cli")

@@ -7,6 +7,7 @@ with a rotated pair of tokens and can be held back with a :class:`trio.Event`.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,7 +28,10 @@ from pitrio.providers.credentials import (
     RefreshFn,
     TokenRefreshError,
     TokenRefreshers,
+    default_refreshers,
     lock_path,
+    openai_codex_account_id,
+    openai_codex_refresher,
     read_auth_file,
 )
 
@@ -37,6 +41,7 @@ NOW = 1_800_000_000.0
 """The wall clock the stores read (seconds); Trio's own clock runs for real."""
 
 PROVIDER = "loopback-oauth"
+JWT_CLAIM = "https://api.openai.com/auth"
 
 
 @attrs.define
@@ -269,3 +274,82 @@ async def test_token_from_pi_file_is_written_back_there(setup: Setup, tmp_path: 
     assert await store.api_key(PROVIDER) == "at-1"
     assert _entry(pi)["refresh"] == "rt-1"
     assert not await trio.Path(own).exists()
+
+
+# --------------------------------------------------------------------------- OpenAI Codex
+
+
+def _jwt(claims: dict[str, Any]) -> str:
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+
+
+def _codex_handler(answer: dict[str, Any], status: int = 200) -> Any:
+    async def handle(request: Request, writer: ResponseWriter) -> None:
+        await writer.send_body(status, json.dumps(answer).encode())
+
+    return handle
+
+
+async def test_openai_codex_refresh_posts_pi_form_and_reads_account(tmp_path: Path) -> None:
+    """The OpenAI Codex refresh posts pi's form (client id, refresh token) and stores pi's
+    entry: the rotated tokens, ``expires`` from ``expires_in``, the JWT's account id."""
+    access = _jwt({JWT_CLAIM: {"chatgpt_account_id": "acct-9"}})
+    answer = {"access_token": access, "refresh_token": "rt-new", "expires_in": 864000}
+    path = tmp_path / "auth.json"
+    old = {"type": "oauth", "access": "a", "refresh": "rt-old", "expires": 0, "accountId": "x"}
+    path.write_text(json.dumps({"openai-codex": old}))
+    async with serve(_codex_handler(answer)) as server, httpx.AsyncClient() as client:
+        refreshers = TokenRefreshers()
+        refreshers.register(
+            "openai-codex",
+            openai_codex_refresher(
+                token_url=server.url("/oauth/token"), client=client, clock=lambda: NOW
+            ),
+        )
+        store = CredentialStore.load([str(path)], env={}, refreshers=refreshers, clock=lambda: NOW)
+        assert await store.api_key("openai-codex") == access
+    form = {k: v[0] for k, v in parse_qs(server.requests[0].body.decode()).items()}
+    assert server.requests[0].headers["content-type"] == "application/x-www-form-urlencoded"
+    assert form == {
+        "grant_type": "refresh_token",
+        "refresh_token": "rt-old",
+        "client_id": "app_EMoamEEZ73f0CkXaXp7hrann",
+    }
+    assert read_auth_file(str(path))["openai-codex"] == {
+        "type": "oauth",
+        "refresh": "rt-new",
+        "access": access,
+        "expires": int((NOW + 864000) * 1000),
+        "accountId": "acct-9",
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "answer", "message"),
+    [
+        (401, {"error": "invalid_grant"}, r"failed \(401\)"),
+        (200, {"access_token": "x", "refresh_token": "y"}, "missing fields"),
+        (200, {"access_token": "not-a-jwt", "refresh_token": "y", "expires_in": 1}, "accountId"),
+    ],
+)
+async def test_openai_codex_refresh_failures(
+    status: int, answer: dict[str, Any], message: str
+) -> None:
+    """A refused refresh, an answer without pi's fields and a token without the account claim
+    are TokenRefreshErrors with pi's messages."""
+    async with serve(_codex_handler(answer, status)) as server, httpx.AsyncClient() as client:
+        refresh = openai_codex_refresher(token_url=server.url("/t"), client=client)
+        stored = OAuthCredential(access="a", refresh="r", expires=0)
+        with pytest.raises(TokenRefreshError, match=message):
+            await refresh(stored)
+
+
+def test_openai_codex_account_id_reads_the_claim() -> None:
+    """The account id is the JWT payload's ``chatgpt_account_id`` under pi's claim path."""
+    assert openai_codex_account_id(_jwt({JWT_CLAIM: {"chatgpt_account_id": "a1"}})) == "a1"
+    assert openai_codex_account_id(_jwt({"other": 1})) is None
+    assert openai_codex_account_id("a.!!!.c") is None
+    assert "openai-codex" in list(default_refreshers())

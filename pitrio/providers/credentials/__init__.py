@@ -7,7 +7,8 @@ Part of the ``providers`` layer: imports ``providers`` modules, ``pitrio.codec``
   environment; ``models.json`` after), OAuth tokens renewed once per process and per machine.
 * :func:`read_auth_file` / :func:`write_auth_file`: the file as pi keeps it.
 * :func:`acquire_auth_lock` / :func:`hold_auth_lock`: the lock pi (proper-lockfile) takes.
-* :class:`TokenRefreshers`: provider id -> ``async refresh(credential) -> credential``.
+* :class:`TokenRefreshers`: provider id -> ``async refresh(credential) -> credential``;
+  :func:`default_refreshers` has pi's OpenAI Codex refresh.
 """
 
 from pitrio._publish import publish as _publish
@@ -29,6 +30,16 @@ from pitrio.providers.credentials._lock import hold_auth_lock as hold_auth_lock
 from pitrio.providers.credentials._lock import keep_lock_fresh as keep_lock_fresh
 from pitrio.providers.credentials._lock import lock_path as lock_path
 from pitrio.providers.credentials._lock import release_auth_lock as release_auth_lock
+from pitrio.providers.credentials._openai_codex import (
+    OPENAI_CODEX_TOKEN_URL as OPENAI_CODEX_TOKEN_URL,
+)
+from pitrio.providers.credentials._openai_codex import default_refreshers as default_refreshers
+from pitrio.providers.credentials._openai_codex import (
+    openai_codex_account_id as openai_codex_account_id,
+)
+from pitrio.providers.credentials._openai_codex import (
+    openai_codex_refresher as openai_codex_refresher,
+)
 from pitrio.providers.credentials._refresh import RefreshFn as RefreshFn
 from pitrio.providers.credentials._refresh import TokenRefreshError as TokenRefreshError
 from pitrio.providers.credentials._refresh import TokenRefreshers as TokenRefreshers
@@ -41,6 +52,7 @@ __all__ = [
     "AUTH_FILE",
     "LOCK_STALE",
     "LOCK_UPDATE",
+    "OPENAI_CODEX_TOKEN_URL",
     "REFRESH_MARGIN",
     "REFRESH_TIMEOUT",
     "ApiKeyCredential",
@@ -56,9 +68,12 @@ __all__ = [
     "TokenRefreshError",
     "TokenRefreshers",
     "acquire_auth_lock",
+    "default_refreshers",
     "hold_auth_lock",
     "keep_lock_fresh",
     "lock_path",
+    "openai_codex_account_id",
+    "openai_codex_refresher",
     "parse_credential",
     "read_auth_file",
     "release_auth_lock",

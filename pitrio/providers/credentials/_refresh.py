@@ -6,8 +6,9 @@ servers rotate it, so the old one stops working), ``expires`` in milliseconds, a
 provider fields it keeps (pi replaces the whole entry with what its refresh returns; so does
 pitrio: a function that wants to keep a field copies it from its argument).
 
-pitrio registers none for the built-in providers yet: the sign-in flows that create those
-tokens come with logins (issue 31 item 9). Tests and embedders register their own.
+:func:`~pitrio.providers.credentials.default_refreshers` holds the one pitrio knows for a
+built-in provider (OpenAI Codex, whose endpoint pi's source shows); tests and embedders
+register their own.
 """
 
 from __future__ import annotations
