@@ -315,6 +315,7 @@ def load_model_setup(
         custom = CustomModels(catalogue=ModelCatalogue(_all(default_catalogue), builtin=False))
     paths = auth_paths if auth_paths is not None else (os.path.join(agent_dir, AUTH_FILE),)
     store = CredentialStore.load(paths, env=env, refreshers=default_refreshers())
+    warnings.extend(f"errors loading auth.json: {exc}" for exc in store.errors)
     credentials = Credentials(custom, env, store)
     registry = ProviderRegistry()
     for provider in default_registry.providers():

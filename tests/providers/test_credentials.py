@@ -260,3 +260,13 @@ def test_custom_models_has_no_key_without_store() -> None:
     model = default_catalogue.models("openai")[0]
     assert Credentials(custom, {"OPENAI_API_KEY": "x"}).has_auth(model)
     assert not Credentials(custom, {}).has_auth(model)
+
+
+def test_cli_warns_about_an_unreadable_auth_json(tmp_path: Path) -> None:
+    """A broken auth.json is reported as a setup warning naming the file; its entries are
+    simply absent."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "auth.json").write_text("{oops")
+    setup = load_model_setup(str(agent), {"HOME": str(tmp_path)})
+    assert any("auth.json" in w and str(agent) in w for w in setup.warnings)
