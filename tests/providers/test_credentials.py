@@ -16,6 +16,7 @@ from pitrio.providers.credentials import (
     ApiKeyCredential,
     CredentialStore,
     OAuthCredential,
+    lock_path,
     read_auth_file,
     write_auth_file,
 )
@@ -270,3 +271,17 @@ def test_cli_warns_about_an_unreadable_auth_json(tmp_path: Path) -> None:
     (agent / "auth.json").write_text("{oops")
     setup = load_model_setup(str(agent), {"HOME": str(tmp_path)})
     assert any("auth.json" in w and str(agent) in w for w in setup.warnings)
+
+
+async def test_symlinked_auth_json_keeps_its_link(tmp_path: Path) -> None:
+    """A write through a symlinked auth.json replaces the target and keeps the link; the lock
+    sits beside the target, where pi's refresh lock is."""
+    target = _write(tmp_path / "dotfiles" / "auth.json", {})
+    link = tmp_path / "agent" / "auth.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    store = _store(link)
+    await store.set("openai", ApiKeyCredential(key="sk-1"))
+    assert link.is_symlink()
+    assert json.loads(target.read_text()) == {"openai": {"type": "api_key", "key": "sk-1"}}
+    assert lock_path(str(link)) == str(target) + ".lock"

@@ -187,9 +187,12 @@ def write_auth_file(path: str, data: Mapping[str, Any]) -> None:
     """Replace ``path`` with ``data`` (blocking), mode ``0600``; create its directory ``0700``.
 
     The text is pi's (two-space indent, no trailing newline); the file is replaced through a
-    temporary sibling and ``os.replace``, so it is never seen half written.
+    temporary sibling and ``os.replace``, so it is never seen half written. A symlinked
+    ``auth.json`` keeps its link: the file it points to is replaced.
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    # Through a symlink to its target (as pi's writeFileSync does), not over the link.
+    path = os.path.realpath(path)
+    directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, mode=AUTH_DIR_MODE, exist_ok=True)
     text = json.dumps(data, indent=2, ensure_ascii=False)

@@ -79,8 +79,9 @@ class AuthLockCompromised(ProviderError):
 
 
 def lock_path(auth_path: str) -> str:
-    """The lock directory of ``auth_path``."""
-    return os.path.abspath(auth_path) + LOCK_SUFFIX
+    """The lock directory of ``auth_path``: beside the file a symlink points to, as pi's
+    refresh lock is (proper-lockfile resolves the real path by default)."""
+    return os.path.realpath(auth_path) + LOCK_SUFFIX
 
 
 @attrs.define
