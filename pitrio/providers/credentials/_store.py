@@ -234,7 +234,8 @@ class CredentialStore:
         return list(seen)
 
     def has_auth(self, provider: str) -> bool:
-        """Whether a key would be looked for in a source that has one (nothing is run)."""
+        """Whether ``provider`` has a runtime key, an ``auth.json`` entry or a key variable
+        (pi's ``hasAuth``: nothing is run and no token renewed, so the key may still fail)."""
         return (
             provider in self._runtime
             or self.get(provider) is not None
