@@ -21,6 +21,10 @@
      |    +-- UnknownPreset (also LookupError)    no openai-completions compat preset of that name
      |    +-- ModelsJsonError (also ValueError)   a user models.json that cannot be used
      |    +-- RequestAuthError                    a models.json key or header did not resolve
+     |    |    +-- TokenRefreshError              an expired OAuth token could not be renewed
+     |    +-- AuthFileError (also ValueError)     an auth.json that is not a JSON object (path)
+     |    +-- AuthLockTimeout (also TimeoutError) the auth.json lock stayed held (path)
+     |    +-- AuthLockCompromised                 the auth.json lock was taken over while held
      |    +-- MissingApiKey                       no API key for the model's provider
      |    +-- HTTPStatusError                     raised inside the HTTP layer, becomes data
      |    +-- InvalidStreamError                  an SSE event a provider cannot read

@@ -13,6 +13,7 @@ PACKAGES = [
     "pitrio.cli",
     "pitrio.codec",
     "pitrio.providers",
+    "pitrio.providers.credentials",
     "pitrio.sessions",
     "pitrio.tools",
     "pitrio.tools.builtin",

@@ -37,6 +37,7 @@ The interactive mode and themes are not available yet.
 
 commands:
   pitrio demo              stream a scripted conversation with a tool call (no API key)
+  pitrio auth status       where API keys come from (also print-api-key, logout)
 
 built-in tools (--tools):
   read   read file contents            grep   search file contents (off by default)
@@ -595,6 +596,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pitrio.cli._serve import serve_main
 
             return serve_main(arguments[1:])
+        if arguments[:1] == ["auth"]:
+            from pitrio.cli._auth import auth_main
+
+            return auth_main(arguments[1:], out=sys.stdout, err=sys.stderr)
         if arguments[:1] == ["load"]:
             _configure_logging()
             from pitrio.cli._load import load_main

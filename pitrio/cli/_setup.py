@@ -9,8 +9,9 @@ pi's ``main`` does this work in ``createAgentSessionServices`` / ``buildSessionO
   one-line notice (:func:`~pitrio.sessions.resources.resolve_agent_dirs`).
 * **Models** are the built-in catalogue with the user's ``models.json`` applied (a broken
   file is reported and the built-in catalogue used), plus ``faux/faux-1``.
-* **API keys**, for each request: ``--api-key`` (for the chosen model's provider), else the
-  provider's environment variable (:func:`~pitrio.providers.get_env_api_key`), else the
+* **API keys**, for each request: ``--api-key`` (for the chosen model's provider), else its
+  ``auth.json`` entry (pitrio's file, then pi's; OAuth tokens renewed), else the provider's
+  environment variable (:class:`~pitrio.providers.credentials.CredentialStore`), else the
   ``apiKey`` of ``models.json``; the ``headers`` of ``models.json`` are sent too. A provider
   "has auth" when one of these is present; ``faux`` always has.
 * **Model**: ``--model`` (with ``--provider``) as :func:`resolve_cli_model` resolves it; else
@@ -71,6 +72,7 @@ from pitrio.providers import (
     get_env_api_key,
     load_models_json,
 )
+from pitrio.providers.credentials import AUTH_FILE, CredentialStore, default_refreshers
 from pitrio.sessions import ScopedModel, SessionManager, SettingsManager
 from pitrio.sessions.resources import AgentDirs, resolve_agent_dirs
 from pitrio.tools import AgentTool
@@ -189,20 +191,24 @@ def no_key_message(provider: str, agent_dir: str) -> str:
 
 
 class Credentials:
-    """Where API keys come from: ``--api-key``, the environment, ``models.json``."""
+    """Where API keys come from: ``--api-key``, ``auth.json``, the environment (the
+    :class:`~pitrio.providers.credentials.CredentialStore`), then ``models.json``."""
 
-    def __init__(self, custom: CustomModels, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, custom: CustomModels, env: Mapping[str, str], store: CredentialStore | None = None
+    ) -> None:
         self.custom = custom
         self.env = env
-        self._runtime_keys: dict[str, str] = {}
+        self.store = store if store is not None else CredentialStore((), env=env)
 
     def set_runtime_key(self, provider: str, key: str) -> None:
         """Use ``key`` for every request to ``provider`` (``--api-key``)."""
-        self._runtime_keys[provider] = key
+        self.store.set_runtime_key(provider, key)
 
     def key(self, provider: str) -> str | None:
-        """The key from ``--api-key`` or the environment (``models.json`` comes later)."""
-        runtime = self._runtime_keys.get(provider)
+        """The key from ``--api-key`` or the environment (no ``auth.json``: its values may
+        need a command or a token refresh; :meth:`authorize` resolves them)."""
+        runtime = self.store.runtime_key(provider)
         return runtime if runtime is not None else get_env_api_key(provider, self.env)
 
     def has_auth(self, model: Model) -> bool:
@@ -210,7 +216,7 @@ class Credentials:
         provider = model.provider
         return (
             provider == FAUX_PROVIDER
-            or self.key(provider) is not None
+            or self.store.has_auth(provider)
             or self.custom.has_configured_auth(provider)
         )
 
@@ -218,10 +224,10 @@ class Credentials:
         """Add the key and the ``models.json`` headers to a request's options.
 
         Raises:
-            RequestAuthError: a ``models.json`` value did not resolve (the request then ends
-                with that error).
+            RequestAuthError: a ``models.json`` value did not resolve, or an expired OAuth
+                token could not be renewed (the request then ends with that error).
         """
-        key = options.api_key or self.key(model.provider)
+        key = options.api_key or await self.store.api_key(model.provider)
         auth = await self.custom.resolve_request_auth(model, api_key=key, env=self.env)
         headers = {**(auth.headers or {}), **(options.headers or {})}
         return attrs.evolve(options, api_key=auth.api_key, headers=headers or None)
@@ -288,6 +294,7 @@ def load_model_setup(
     settings: SettingsManager | None = None,
     *,
     models_path: str | None = None,
+    auth_paths: Sequence[str] | None = None,
 ) -> ModelSetup:
     """Read ``models.json`` and build the models, credentials and provider registry.
 
@@ -295,6 +302,7 @@ def load_model_setup(
         agent_dir: the folder whose ``models.json`` is read (unless ``models_path`` is given).
         settings: when given, every request gets its ``streamStallTimeoutMs``.
         models_path: the ``models.json`` to read.
+        auth_paths: the ``auth.json`` files (default: ``agent_dir``'s).
 
     Raises:
         CliError: ``$PITRIO_FAUX_SCRIPT`` names a script that cannot be used.
@@ -305,7 +313,10 @@ def load_model_setup(
     except ModelsJsonError as exc:
         warnings.append(f"errors loading models.json:\n{exc}")
         custom = CustomModels(catalogue=ModelCatalogue(_all(default_catalogue), builtin=False))
-    credentials = Credentials(custom, env)
+    paths = auth_paths if auth_paths is not None else (os.path.join(agent_dir, AUTH_FILE),)
+    store = CredentialStore.load(paths, env=env, refreshers=default_refreshers())
+    warnings.extend(f"errors loading auth.json: {exc}" for exc in store.errors)
+    credentials = Credentials(custom, env, store)
     registry = ProviderRegistry()
     for provider in default_registry.providers():
         registry.register(_authorizing(provider, credentials, settings), "pitrio:cli")
@@ -507,7 +518,13 @@ def build_runtime(
         warn(str(error))
     if args.stall_timeout is not None:
         settings.apply_overrides({"streamStallTimeoutMs": round(args.stall_timeout * 1000)})
-    setup = load_model_setup(agent_dir, env, settings, models_path=config_file(MODELS_FILE))
+    setup = load_model_setup(
+        agent_dir,
+        env,
+        settings,
+        models_path=config_file(MODELS_FILE),
+        auth_paths=dirs.auth_paths(),
+    )
     for warning in setup.warnings:
         warn(warning)
     flags_model, thinking, flag_warnings = resolve_flags_model(args, setup.models)
@@ -719,7 +736,9 @@ def list_models(args: CliArgs, *, env: Mapping[str, str]) -> tuple[str, list[str
     """
     dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
     agent_dir = dirs.write_dir
-    setup = load_model_setup(agent_dir, env, models_path=dirs.config_file(MODELS_FILE))
+    setup = load_model_setup(
+        agent_dir, env, models_path=dirs.config_file(MODELS_FILE), auth_paths=dirs.auth_paths()
+    )
     search = args.list_models if isinstance(args.list_models, str) else None
     table = format_model_table(setup.available(), search)
     hint = keyless_hint(setup, search, agent_dir)

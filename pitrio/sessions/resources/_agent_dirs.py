@@ -1,12 +1,18 @@
-"""Which agent dirs pitrio reads and writes, so a pi user's setup is found (never modified).
+"""Which agent dirs pitrio reads and writes, so a pi user's setup is found.
 
 pitrio's own agent dir is ``$PITRIO_CODING_AGENT_DIR`` or ``~/.pitrio/agent``; everything
-pitrio writes (sessions, settings changes, auth) goes there. pi's agent dir
-(``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``) is a read-only fallback when it exists and
-``PITRIO_CODING_AGENT_DIR`` is not set: a config file (``models.json``, ``settings.json``,
-``auth.json``) missing from pitrio's dir is read from pi's, with a one-line notice, and pi's
-sessions are listed for ``-r`` / ``-c``. The fallback is per file, so the first session pitrio
-saves (which creates ``~/.pitrio/agent``) does not hide pi's models.json on the next run.
+pitrio writes (sessions, settings changes, its own ``auth.json``) goes there. pi's agent dir
+(``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``) is a fallback when it exists and
+``PITRIO_CODING_AGENT_DIR`` is not set: ``models.json`` and ``settings.json`` missing from
+pitrio's dir are read from pi's, with a one-line notice, and pi's sessions are listed for
+``-r`` / ``-c``. The fallback is per file, so the first session pitrio saves (which creates
+``~/.pitrio/agent``) does not hide pi's models.json on the next run.
+
+``auth.json`` falls back per *provider* rather than per file (:meth:`AgentDirs.auth_paths`,
+read by :class:`pitrio.providers.credentials.CredentialStore`): a provider without an entry in
+pitrio's file takes pi's entry. pi's dir is never modified, with one exception: an OAuth token
+read from pi's ``auth.json`` and renewed by pitrio is written back there, under pi's lock,
+since the renewal rotates the refresh token that pi's copy holds.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ PI_AGENT_DIR_ENV: Final = "PI_CODING_AGENT_DIR"
 PITRIO_CONFIG_DIR_NAME: Final = ".pitrio"
 PI_CONFIG_DIR_NAME: Final = ".pi"
 SESSIONS_DIR_NAME: Final = "sessions"
+AUTH_FILE_NAME: Final = "auth.json"
 
 
 def _expand_tilde(path: str, home: str) -> str:
@@ -77,6 +84,11 @@ class AgentDirs:
             if os.path.isdir(path)
         )
         return (own, *others)
+
+    def auth_paths(self) -> tuple[str, ...]:
+        """The ``auth.json`` files credentials are read from: pitrio's, then pi's (which need
+        not exist). A provider's entry is taken from the first file that has one."""
+        return tuple(os.path.join(d, AUTH_FILE_NAME) for d in (self.write_dir, *self.fallback_dirs))
 
     def resource_dir(self) -> str:
         """The agent dir for skills, prompts, ``AGENTS.md`` and ``SYSTEM.md``: pitrio's if it
