@@ -14,6 +14,7 @@ process exits 0.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import os
 import signal
@@ -360,6 +361,7 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
 
     import trio
 
+    from pitrio.cli._errors import only_failure
     from pitrio.cli._setup import CliError
 
     def warn(message: str) -> None:
@@ -384,6 +386,20 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     )
     try:
         return trio.run(functools.partial(run_host, factory, config, err=err))
-    except OSError as exc:
-        err.write(f"pitrio serve: {exc}\n")
+    except BaseException as exc:
+        # The listening socket is bound inside the host's nursery, so a taken port arrives
+        # wrapped in an exception group: one line for the user, never a trace.
+        failure = only_failure(exc, OSError)
+        if failure is None:
+            raise
+        err.write(f"pitrio serve: {_bind_failure_message(failure, config)}\n")
         return 1
+
+
+def _bind_failure_message(failure: OSError, config: HostConfig) -> str:
+    """What to tell the user when the host cannot start listening."""
+    if failure.errno == errno.EADDRINUSE:
+        return f"port {config.port} is in use; try --port 0"
+    if failure.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {config.host}: {failure.strerror}"
+    return str(failure)
