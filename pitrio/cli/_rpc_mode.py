@@ -81,8 +81,12 @@ async def _export_html(session: AgentSession, output_path: str | None) -> str:
     from pitrio.cli._export_html import export_session_file
 
     source = session.session_file
+    # pi's messages (core/export-html exportSessionToHtml): the file is written lazily, with
+    # the first answer, so before it there is nothing to export.
     if source is None:
-        raise ValueError("Cannot export an in-memory session to HTML")
+        raise ValueError("Cannot export in-memory session to HTML")
+    if not await run_file_work(functools.partial(os.path.exists, source)):
+        raise ValueError("Nothing to export yet - start a conversation first")
     cwd = session.session_manager.get_cwd()
     return await run_file_work(functools.partial(export_session_file, source, output_path, cwd=cwd))
 
