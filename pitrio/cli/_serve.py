@@ -179,6 +179,7 @@ def make_session_factory(
             thinking=request.thinking_level or thinking,
             session=request.session_file,
             session_dir=request.session_dir,
+            no_session=request.ephemeral,
         )
         build = functools.partial(
             build_runtime,

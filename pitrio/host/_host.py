@@ -163,6 +163,8 @@ class SessionRequest:
             host's roots (``None``: the factory's default).
         model: ``provider/id`` (``None``: the default).
         thinking_level: the thinking level (``None``: the default).
+        ephemeral: keep the new session in memory (``--no-session``): no file is written,
+            so it cannot be reopened once closed.
     """
 
     session_dir: str
@@ -170,6 +172,7 @@ class SessionRequest:
     cwd: str | None = None
     model: str | None = None
     thinking_level: str | None = None
+    ephemeral: bool = False
 
 
 @attrs.frozen
@@ -438,6 +441,7 @@ class HostApi(Protocol):
         cwd: str | None = None,
         model: str | None = None,
         thinking_level: str | None = None,
+        ephemeral: bool = False,
     ) -> LiveSession: ...
 
     async def open_session(self, token: str, session_id: str) -> LiveSession: ...

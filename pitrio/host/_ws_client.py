@@ -423,7 +423,13 @@ class Client:
                         f'Invalid create_session command: "{wire}" must be a string',
                     )
                 fields[name] = value
-            live = await host.create_session(self.token, **fields)
+            ephemeral = record.get("ephemeral", False)
+            if not isinstance(ephemeral, bool):
+                raise CommandRefused(
+                    "invalid_command",
+                    'Invalid create_session command: "ephemeral" must be a boolean',
+                )
+            live = await host.create_session(self.token, **fields, ephemeral=ephemeral)
             self.log.info("session_created", session=live.id)
             data = {"session": live.id, "seq": live.session.seq}
             if live.session.session_file is not None:
