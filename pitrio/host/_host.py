@@ -479,8 +479,13 @@ def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> 
         anywhere: skip the roots check (the host token with ``allow_any_cwd``).
 
     Raises:
-        CommandRefused: (kind ``cwd_refused``) outside every root, or not a folder.
+        CommandRefused: (kind ``cwd_refused``) outside every root, or not a folder;
+            (kind ``invalid_command``) a NUL character, which no path can hold.
     """
+    if "\x00" in cwd:
+        raise CommandRefused(
+            "invalid_command", 'Invalid create_session command: "cwd" contains a NUL character'
+        )
     real_roots = [os.path.realpath(root) for root in roots]
     # realpath resolves every symlink and "..": what is checked is where tools would run.
     resolved = os.path.realpath(os.path.join(real_roots[0], cwd))
