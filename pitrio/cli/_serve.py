@@ -371,8 +371,16 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     try:
         token = host_token(args.token, environ, cwd)
         session_dir = default_session_dir(args.session_dir, environ, cwd)
-    except (CliError, OSError) as exc:
+    except CliError as exc:
         err.write(f"{exc}\n")
+        return 1
+    except OSError as exc:
+        # The session folder cannot be created: say which (the errno text alone does not).
+        where = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        err.write(
+            f"pitrio serve: cannot use the session directory ({where}); name another "
+            "with --session-dir\n"
+        )
         return 1
     config = host_config(args, cwd=cwd, token=token or "", session_dir=session_dir)
     factory = make_session_factory(

@@ -91,3 +91,17 @@ def test_theme_flag_does_not_claim_extensions_are_missing(tmp_path: Path) -> Non
     help_text = _pitrio(tmp_path, "--help").stdout
     extension_help = help_text.split("--extension PATH", 1)[1].split("\n  -", 1)[0]
     assert "not supported" not in extension_help
+
+
+def test_serve_with_an_unusable_session_directory_names_it(tmp_path: Path) -> None:
+    """``pitrio serve --session-dir`` naming a folder that cannot be created says which, and
+    how to pick another, exit status 1."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    folder = blocker / "sessions"
+    done = _pitrio(tmp_path, "serve", "--port", "0", "--session-dir", str(folder))
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"pitrio serve: cannot use the session directory (Not a directory: {folder}); "
+        "name another with --session-dir\n"
+    )
