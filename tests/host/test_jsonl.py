@@ -196,20 +196,25 @@ def _deep(depth: int, inner: str = "1") -> str:
     return "[" * depth + inner + "]" * depth
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        _deep(MAX_JSON_DEPTH),
-        # What orjson refuses (a lone surrogate escape, a number beyond a double) is read by
-        # another parser: the same bound holds there.
-        '{"a":"\\ud800","b":' + _deep(MAX_JSON_DEPTH - 1, "1e400") + "}",
-        '{"s":"' + "[" * 2000 + '\\"[[","n":' + "9" * 400 + "}",
-    ],
-)
-def test_nesting_up_to_the_bound_parses(line: str) -> None:
+def _innermost(value: Any) -> tuple[int, Any]:
+    """How deep ``value``'s first-element chain of arrays nests, and what ends it."""
+    depth = 0
+    while isinstance(value, list):
+        depth, value = depth + 1, value[0]
+    return depth, value
+
+
+def test_nesting_up_to_the_bound_parses() -> None:
     """Arrays and objects nested :data:`MAX_JSON_DEPTH` deep parse, whichever parser reads them
-    (brackets inside strings do not count)."""
-    parse_json_line(line)
+    (what orjson refuses, a lone surrogate escape or a number beyond a double, is read by
+    another parser, under the same bound), and brackets inside strings do not count."""
+    assert _innermost(parse_json_line(_deep(MAX_JSON_DEPTH))) == (MAX_JSON_DEPTH, 1)
+    line = '{"a":"\\ud800","b":' + _deep(MAX_JSON_DEPTH - 1, "1e400") + "}"
+    value = parse_json_line(line)
+    assert value["a"] == "\ud800"
+    assert _innermost(value["b"]) == (MAX_JSON_DEPTH - 1, float("inf"))
+    value = parse_json_line('{"s":"' + "[" * 2000 + '\\"[[","n":' + "9" * 400 + "}")
+    assert value == {"s": "[" * 2000 + '"[[', "n": float("inf")}
 
 
 @pytest.mark.parametrize(
