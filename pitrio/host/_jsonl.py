@@ -169,7 +169,7 @@ def parse_json_line(text: str) -> Any:
         except json.JSONDecodeError as exc:
             reason = exc.msg.removesuffix(" at")  # "Unterminated string starting at"
             refused = JsonParseError(f"{reason} in JSON at position {exc.pos}", exc.pos)
-        except RecursionError:  # pragma: no cover - _nesting bounds the depth first
+        except RecursionError:  # pragma: no cover - the bound and the headroom prevent it
             refused = JsonParseError(f"Nesting deeper than {MAX_JSON_DEPTH} levels in JSON")
     if len(text) <= EXACT_ERROR_CHARS:
         _V8Scanner(text).check()  # raises V8's words (it accepts nothing refused here)
