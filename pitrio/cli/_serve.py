@@ -197,6 +197,10 @@ def make_session_factory(
                     f'Unknown model "{request.model}": not in the host\'s model registry '
                     "(pitrio --list-models shows them)"
                 )
+            if not request.ephemeral:
+                # On disk from create_session on (pi's lazy file stays the CLI's): a session
+                # whose first answer a crash cut short is found again by open_session.
+                await trio.to_thread.run_sync(runtime.session_manager.write_at_once)
             nonlocal found_entry_points
             if not found_entry_points and not no_extensions:
                 entry_points[:] = await trio.to_thread.run_sync(find_entry_points)

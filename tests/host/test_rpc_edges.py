@@ -130,3 +130,35 @@ async def test_hostile_records_are_answered_while_the_session_streams(
             assert rpc.process.stdin is not None
             await rpc.process.stdin.aclose()
         assert await rpc.process.wait() == 0
+
+
+def _records(path: str) -> list[dict[str, Any]]:
+    """The session file's lines (read at once: what is on disk now)."""
+    with open(path, encoding="utf-8") as file:
+        return [json.loads(line) for line in file]
+
+
+async def test_the_rpc_session_is_on_disk_from_the_start_and_a_prompt_before_its_echo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In RPC mode the session file exists before any prompt (its header), and a prompt's
+    user message is in it before its ``message_end`` record is written."""
+    monkeypatch.setenv("PITRIO_FAUX_TOKENS_PER_SECOND", "50")
+    async with trio.open_nursery() as nursery:
+        rpc = await open_rpc(nursery, str(tmp_path))
+        with trio.fail_after(GUARD_S):
+            state = await rpc.call({"id": "s", "type": "get_state"})
+            path = state["data"]["sessionFile"]
+            header, *entries = _records(path)
+            assert header["type"] == "session"
+            assert all(entry["type"] != "message" for entry in entries)
+            await rpc.send({"id": "p", "type": "prompt", "message": "on disk first"})
+            await rpc.until(
+                lambda r: r.get("type") == "message_end" and r["message"]["role"] == "user"
+            )
+            saved = _records(path)
+            assert [e["message"]["role"] for e in saved if e["type"] == "message"] == ["user"]
+            await rpc.until(lambda r: r.get("type") == "agent_end")
+            assert rpc.process.stdin is not None
+            await rpc.process.stdin.aclose()
+        assert await rpc.process.wait() == 0
