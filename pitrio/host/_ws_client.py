@@ -436,7 +436,9 @@ class Client:
                         f'Invalid create_session command: "{wire}" must be a string',
                     )
                 fields[name] = value
-            ephemeral = record.get("ephemeral", False)
+            ephemeral = record.get("ephemeral")
+            if ephemeral is None:  # null is absent, as for pi's optional fields
+                ephemeral = False
             if not isinstance(ephemeral, bool):
                 raise CommandRefused(
                     "invalid_command",
