@@ -197,10 +197,6 @@ def make_session_factory(
                     f'Unknown model "{request.model}": not in the host\'s model registry '
                     "(pitrio --list-models shows them)"
                 )
-            if not request.ephemeral:
-                # On disk from create_session on (pi's lazy file stays the CLI's): a session
-                # whose first answer a crash cut short is found again by open_session.
-                await trio.to_thread.run_sync(runtime.session_manager.write_at_once)
             nonlocal found_entry_points
             if not found_entry_points and not no_extensions:
                 entry_points[:] = await trio.to_thread.run_sync(find_entry_points)
@@ -215,6 +211,11 @@ def make_session_factory(
             )
             runtime = await discover_resources(attrs.evolve(runtime, extensions=runner))
             resources = await load_session_resources(runtime.resources)
+            if not request.ephemeral:
+                # On disk from create_session on (pi's lazy file stays the CLI's): a session
+                # whose first answer a crash cut short is found again by open_session. Last,
+                # so a session that fails to build leaves no file behind.
+                await trio.to_thread.run_sync(runtime.session_manager.write_at_once)
         except BaseException:
             runtime.session_manager.close()
             raise
