@@ -3,7 +3,11 @@ session failure is told apart from a bug."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from pitrio._exceptions import PitrioError
+
+_E = TypeVar("_E", bound=Exception)
 
 
 class CliError(PitrioError):
@@ -27,13 +31,22 @@ def session_failure(exc: BaseException) -> Exception | None:
     """
     from pitrio.sessions import SessionError
 
-    if isinstance(exc, SessionError):
+    return only_failure(exc, SessionError)
+
+
+def only_failure(exc: BaseException, kind: type[_E]) -> _E | None:
+    """``exc`` if it is a ``kind``, or the first of a group holding nothing else, else ``None``.
+
+    Trio wraps what escapes a nursery in exception groups; a group counts when every
+    exception in it (at any depth) is a ``kind``.
+    """
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
-        matched, rest = exc.split(SessionError)
+        matched, rest = exc.split(kind)
         while matched is not None and rest is None:
             first = matched.exceptions[0]
             if not isinstance(first, BaseExceptionGroup):
-                return first if isinstance(first, SessionError) else None
+                return first if isinstance(first, kind) else None
             matched = first
     return None

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 USAGE = """pitrio [options] [@files...] [messages...]
        pitrio --export SESSION.jsonl [OUTPUT.html]
+       pitrio serve [--port PORT] [options]
+       pitrio load [--preset NAME] [--target inproc|ws://HOST:PORT] [options]
        pitrio demo [--speed TOKENS_PER_S] [--json]"""
 
 DESCRIPTION = """\
@@ -36,6 +38,10 @@ directory and can be continued (-c), resumed (-r) or forked (--fork).
 The interactive mode and themes are not available yet.
 
 commands:
+  pitrio serve             serve many sessions over websockets, with a browser page
+                           (pitrio serve --help)
+  pitrio load              drive many sessions against a host and report latencies
+                           (pitrio load --help)
   pitrio demo              stream a scripted conversation with a tool call (no API key)
   pitrio auth status       where API keys come from (also print-api-key, logout)
 
@@ -199,8 +205,18 @@ def _agent_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not discover extensions (explicit -e paths still load)",
     )
-    add("--theme", action="append", default=[], metavar="PATH", help="(not supported yet)")
-    add("--no-themes", action="store_true", help="(not supported yet)")
+    add(
+        "--theme",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="(not supported yet: themes come with the interactive mode)",
+    )
+    add(
+        "--no-themes",
+        action="store_true",
+        help="(not supported yet: themes come with the interactive mode)",
+    )
     add(
         "--stall-timeout",
         type=_seconds,
@@ -476,7 +492,8 @@ def run_agent_command(
         return export_session(args, out=out, err=err, cwd=cwd)
     for flag in args.unsupported():
         err.write(
-            f"pitrio: {flag} is not supported yet (extensions and themes are missing); ignored\n"
+            f"pitrio: {flag} is not supported yet (themes come with the interactive mode, "
+            "which is not available yet); ignored\n"
         )
     if args.mode == "rpc":
         from pitrio.cli._rpc_mode import run_rpc_command
@@ -508,6 +525,10 @@ def run_agent_command(
             "pitrio: no message given (the interactive mode is not available yet; "
             'try pitrio -p "Hello", or pitrio --help)\n'
         )
+        return 2
+    if not has_input:
+        # -p (or --mode json) with nothing to send: a usage mistake, not a silent success.
+        err.write('pitrio: no message given and nothing piped on stdin (try pitrio -p "Hello")\n')
         return 2
     pick = (
         pick_from_terminal(err, read_line, env)

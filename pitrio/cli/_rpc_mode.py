@@ -25,7 +25,7 @@ from pitrio.cli._setup import Runtime
 from pitrio.codec import dumps
 from pitrio.extensions import UiBridge
 from pitrio.host import RpcServer, RpcServices
-from pitrio.providers import open_http_client
+from pitrio.providers import AssistantMessage, open_http_client
 from pitrio.sessions import AgentSession, run_file_work
 from pitrio.sessions.resources import Resources
 
@@ -81,8 +81,17 @@ async def _export_html(session: AgentSession, output_path: str | None) -> str:
     from pitrio.cli._export_html import export_session_file
 
     source = session.session_file
+    # pi's messages (core/export-html exportSessionToHtml). pi writes the file with the first
+    # answer and has nothing to export before it; pitrio's host and RPC sessions are on disk
+    # from the start, so what counts is whether an answer is there.
     if source is None:
-        raise ValueError("Cannot export an in-memory session to HTML")
+        raise ValueError("Cannot export in-memory session to HTML")
+    answered = any(
+        isinstance(getattr(entry, "message", None), AssistantMessage)
+        for entry in session.session_manager.get_entries()
+    )
+    if not answered or not await run_file_work(functools.partial(os.path.exists, source)):
+        raise ValueError("Nothing to export yet - start a conversation first")
     cwd = session.session_manager.get_cwd()
     return await run_file_work(functools.partial(export_session_file, source, output_path, cwd=cwd))
 
@@ -160,6 +169,9 @@ def run_rpc_command(args: CliArgs, *, err: TextIO, env: Mapping[str, str], cwd: 
         return exc.exit_code
     runtime = attrs.evolve(runtime, extensions=runner)
     try:
+        # The session is on disk from the start, and a prompt before its answer (pi's file,
+        # and the CLI's, wait for the first answer): a crash mid-answer loses nothing sent.
+        runtime.session_manager.write_at_once()
         return trio.run(functools.partial(run_rpc_mode, runtime, err=err))
     except BaseException as exc:
         failure = session_failure(exc)

@@ -14,6 +14,7 @@ process exits 0.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import os
 import signal
@@ -178,6 +179,7 @@ def make_session_factory(
             thinking=request.thinking_level or thinking,
             session=request.session_file,
             session_dir=request.session_dir,
+            no_session=request.ephemeral,
         )
         build = functools.partial(
             build_runtime,
@@ -209,6 +211,11 @@ def make_session_factory(
             )
             runtime = await discover_resources(attrs.evolve(runtime, extensions=runner))
             resources = await load_session_resources(runtime.resources)
+            if not request.ephemeral:
+                # On disk from create_session on (pi's lazy file stays the CLI's): a session
+                # whose first answer a crash cut short is found again by open_session. Last,
+                # so a session that fails to build leaves no file behind.
+                await trio.to_thread.run_sync(runtime.session_manager.write_at_once)
         except BaseException:
             runtime.session_manager.close()
             raise
@@ -360,6 +367,7 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
 
     import trio
 
+    from pitrio.cli._errors import only_failure
     from pitrio.cli._setup import CliError
 
     def warn(message: str) -> None:
@@ -368,8 +376,16 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     try:
         token = host_token(args.token, environ, cwd)
         session_dir = default_session_dir(args.session_dir, environ, cwd)
-    except (CliError, OSError) as exc:
+    except CliError as exc:
         err.write(f"{exc}\n")
+        return 1
+    except OSError as exc:
+        # The session folder cannot be created: say which (the errno text alone does not).
+        where = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        err.write(
+            f"pitrio serve: cannot use the session directory ({where}); name another "
+            "with --session-dir\n"
+        )
         return 1
     config = host_config(args, cwd=cwd, token=token or "", session_dir=session_dir)
     factory = make_session_factory(
@@ -384,6 +400,20 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     )
     try:
         return trio.run(functools.partial(run_host, factory, config, err=err))
-    except OSError as exc:
-        err.write(f"pitrio serve: {exc}\n")
+    except BaseException as exc:
+        # The listening socket is bound inside the host's nursery, so a taken port arrives
+        # wrapped in an exception group: one line for the user, never a trace.
+        failure = only_failure(exc, OSError)
+        if failure is None:
+            raise
+        err.write(f"pitrio serve: {_bind_failure_message(failure, config)}\n")
         return 1
+
+
+def _bind_failure_message(failure: OSError, config: HostConfig) -> str:
+    """What to tell the user when the host cannot start listening."""
+    if failure.errno == errno.EADDRINUSE:
+        return f"port {config.port} is in use; try --port 0"
+    if failure.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {config.host}: {failure.strerror}"
+    return str(failure)

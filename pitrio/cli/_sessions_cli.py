@@ -156,8 +156,15 @@ def open_session_manager(
             pick=pick,
             notice=notice,
         )
-    except (SessionError, OSError) as exc:
+    except SessionError as exc:
         raise CliError(f"Error: {exc}") from exc
+    except OSError as exc:
+        # The folder cannot be created, read or written: say which folder, and the way out.
+        where = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        raise CliError(
+            f"Error: cannot use the session directory {finder.own_folder} ({where}); "
+            "run with --no-session to not save the session"
+        ) from exc
     session_cwd = manager.get_cwd()
     if manager.get_session_file() and session_cwd and not os.path.isdir(session_cwd):
         manager.close()

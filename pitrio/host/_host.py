@@ -163,6 +163,8 @@ class SessionRequest:
             host's roots (``None``: the factory's default).
         model: ``provider/id`` (``None``: the default).
         thinking_level: the thinking level (``None``: the default).
+        ephemeral: keep the new session in memory (``--no-session``): no file is written,
+            so it cannot be reopened once closed.
     """
 
     session_dir: str
@@ -170,6 +172,7 @@ class SessionRequest:
     cwd: str | None = None
     model: str | None = None
     thinking_level: str | None = None
+    ephemeral: bool = False
 
 
 @attrs.frozen
@@ -438,6 +441,7 @@ class HostApi(Protocol):
         cwd: str | None = None,
         model: str | None = None,
         thinking_level: str | None = None,
+        ephemeral: bool = False,
     ) -> LiveSession: ...
 
     async def open_session(self, token: str, session_id: str) -> LiveSession: ...
@@ -475,8 +479,13 @@ def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> 
         anywhere: skip the roots check (the host token with ``allow_any_cwd``).
 
     Raises:
-        CommandRefused: (kind ``cwd_refused``) outside every root, or not a folder.
+        CommandRefused: (kind ``cwd_refused``) outside every root, or not a folder;
+            (kind ``invalid_command``) a NUL character, which no path can hold.
     """
+    if "\x00" in cwd:
+        raise CommandRefused(
+            "invalid_command", 'Invalid create_session command: "cwd" contains a NUL character'
+        )
     real_roots = [os.path.realpath(root) for root in roots]
     # realpath resolves every symlink and "..": what is checked is where tools would run.
     resolved = os.path.realpath(os.path.join(real_roots[0], cwd))

@@ -17,10 +17,13 @@ JavaScript strings do); :func:`js_json` encodes a parsed value as ``JSON.stringi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sys
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 import orjson
@@ -41,6 +44,16 @@ MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 """Longest RPC record accepted (bytes, without its LF). A prompt with a few large base64 images
 fits; a longer record is discarded up to its LF and answered with an error, so one hostile
 line costs at most this much memory and the process keeps serving."""
+MAX_JSON_DEPTH: Final = 1024
+"""Deepest nesting of arrays and objects a record may have; deeper is refused as malformed.
+V8's ``JSON.parse`` nests as deep as memory allows, Python's parsers do not (orjson stops at
+1,024, the standard library at the interpreter's recursion limit, which differs between 3.11
+and 3.13): one bound stated here, orjson's, makes what counts as malformed the same on every
+interpreter. pi's commands nest a few levels."""
+EXACT_ERROR_CHARS: Final = 64 * 1024
+"""Longest refused record whose error names V8's exact words (pi's ``Failed to parse
+command:`` text). The V8 scanner is pure Python, about a second per MiB on the event loop;
+a longer refused record gets the position and reason from the C parser instead."""
 
 
 class JsonParseError(PitrioError, ValueError):
@@ -125,27 +138,110 @@ class LineSplitter:
 
 
 def parse_json_line(text: str) -> Any:
-    """Parse one record as ``JSON.parse`` does.
+    """Parse one record as ``JSON.parse`` does, within :data:`MAX_JSON_DEPTH`.
+
+    The work is bounded and mostly in C: orjson first; what it refuses is read by the
+    standard library's C parser (numbers beyond a double and lone surrogate escapes, which V8
+    accepts); only a refused record of at most :data:`EXACT_ERROR_CHARS` characters is
+    rescanned in Python for V8's exact words.
 
     Raises:
-        JsonParseError: with V8's message, for anything ``JSON.parse`` refuses.
+        JsonParseError: for anything ``JSON.parse`` refuses (with V8's message when the
+            record is at most :data:`EXACT_ERROR_CHARS` long, else the position and reason
+            from the C parser), and for nesting deeper than :data:`MAX_JSON_DEPTH`.
     """
     try:
-        return orjson.loads(text)
+        return orjson.loads(text)  # refuses nesting deeper than MAX_JSON_DEPTH itself
     except orjson.JSONDecodeError:
         pass
-    # orjson is stricter than V8 in three ways (numbers beyond a double, lone surrogate
-    # escapes, nesting deeper than 1024); the V8 scanner decides, and the standard library
-    # reads what V8 accepts.
-    _V8Scanner(text).check()
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except RecursionError:
-        raise JsonParseError("Maximum call stack size exceeded") from None
+    nesting = _nesting(text)
+    if nesting == "deep":
+        raise JsonParseError(f"Nesting deeper than {MAX_JSON_DEPTH} levels in JSON")
+    refused: ValueError
+    if nesting == "unbalanced":
+        refused = JsonParseError("Unbalanced brackets in JSON")
+    else:
+        try:
+            with _recursion_headroom(MAX_JSON_DEPTH):
+                return json.loads(text, parse_constant=_refuse_constant, parse_int=_js_int)
+        except JsonParseError as exc:
+            refused = exc
+        except json.JSONDecodeError as exc:
+            reason = exc.msg.removesuffix(" at")  # "Unterminated string starting at"
+            refused = JsonParseError(f"{reason} in JSON at position {exc.pos}", exc.pos)
+        except RecursionError:  # pragma: no cover - the bound and the headroom prevent it
+            refused = JsonParseError(f"Nesting deeper than {MAX_JSON_DEPTH} levels in JSON")
+    if len(text) <= EXACT_ERROR_CHARS:
+        _V8Scanner(text).check()  # raises V8's words (it accepts nothing refused here)
+    raise refused
 
 
-def _refuse_constant(name: str) -> Any:  # pragma: no cover - the scanner refuses these first
+def _refuse_constant(name: str) -> Any:
+    # Python reads NaN, Infinity and -Infinity; JSON.parse does not.
     raise JsonParseError(f'"{name}" is not valid JSON')
+
+
+def _js_int(digits: str) -> int | float:
+    """An integer literal as a Python value: exact while a double can hold its magnitude
+    (``js_number`` rounds it as JavaScript would), else the double, infinity included, as
+    ``JSON.parse`` reads it (and never Python's 4,300-digit conversion limit)."""
+    return int(digits) if len(digits) <= _EXACT_INT_DIGITS else float(digits)
+
+
+def _nesting(text: str) -> Literal["ok", "deep", "unbalanced"]:
+    """Whether arrays and objects nest deeper than :data:`MAX_JSON_DEPTH` in ``text``
+    (brackets inside strings do not count), or do not balance. Linear and in C: the
+    brackets outside strings, as arrays (``[[],[[]]]``), are given to orjson, whose own
+    nesting limit is :data:`MAX_JSON_DEPTH`."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return "ok"
+    outside = "".join(text.replace("\\\\", "").replace('\\"', "").split('"')[::2])
+    brackets = _NOT_BRACKET.sub("", outside).translate(_AS_ARRAYS)
+    if not brackets:
+        return "ok"
+    try:
+        orjson.loads(brackets.replace("][", "],["))
+    except orjson.JSONDecodeError as exc:
+        return "deep" if "depth" in str(exc) else "unbalanced"
+    return "ok"
+
+
+@contextlib.contextmanager
+def _recursion_headroom(depth: int) -> Iterator[None]:
+    """Let the standard library's parser nest ``depth`` levels on this thread's stack.
+
+    Python 3.11's C parser counts its nesting against the interpreter's recursion limit, so
+    without this, what parses would depend on how deep the caller's stack is (3.12+ counts
+    against a fixed C limit above :data:`MAX_JSON_DEPTH`). The limit is only ever raised,
+    and put back.
+    """
+    previous = sys.getrecursionlimit()
+    wanted = _stack_depth() + depth + _RECURSION_MARGIN
+    if wanted <= previous:
+        yield
+        return
+    sys.setrecursionlimit(wanted)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def _stack_depth() -> int:
+    frame = sys._getframe()
+    depth = 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return depth
+
+
+_EXACT_INT_DIGITS: Final = 300
+"""Digits below which an integer literal's magnitude fits a double (the largest has 309)."""
+_RECURSION_MARGIN: Final = 50
+"""Frames the standard library's parser and its callers use beside the nesting itself."""
+_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
+_AS_ARRAYS: Final = str.maketrans("{}", "[]")
 
 
 _WHITESPACE: Final = frozenset((0x20, 0x09, 0x0A, 0x0D))
@@ -363,7 +459,10 @@ def js_number(value: int | float) -> str:
     as ``JSON.stringify`` writes them)."""
     if isinstance(value, int) and abs(value) < _SAFE_INTEGER:
         return str(value)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a double: JavaScript's Infinity
+        number = float("inf") if value > 0 else float("-inf")
     if number != number or number in (float("inf"), float("-inf")):
         return "null"
     if number == 0:

@@ -171,7 +171,9 @@ class WsTarget:
                 async with trio_websocket.open_websocket_url(
                     self.url, extra_headers=self._headers(), max_message_size=MAX_FRAME_BYTES
                 ) as ws:
-                    create: dict[str, Any] = {"type": "create_session"}
+                    # Load sessions are throw-away: kept in memory by the host, they do not
+                    # pile up in its session folder (where pitrio -r would list them).
+                    create: dict[str, Any] = {"type": "create_session", "ephemeral": True}
                     if config.model:
                         create["model"] = config.model
                     data = await self._command(ws, create)

@@ -215,8 +215,10 @@ class Host:
         cwd: str | None = None,
         model: str | None = None,
         thinking_level: str | None = None,
+        ephemeral: bool = False,
     ) -> LiveSession:
-        """Open a new session for ``token`` (which may then use it).
+        """Open a new session for ``token`` (which may then use it); an ``ephemeral`` one is
+        kept in memory only (see :class:`SessionRequest`).
 
         Raises:
             CommandRefused: the host is draining, ``cwd`` is outside the roots (or not a
@@ -241,6 +243,7 @@ class Host:
             cwd=cwd,
             model=model,
             thinking_level=thinking_level,
+            ephemeral=ephemeral,
         )
         try:
             live = await self._start(request, token)

@@ -112,6 +112,16 @@ def _fail(id_: Any, command: Any, kind: str | None, message: str, session: str |
     return text
 
 
+def _quick_record(text: str) -> dict[str, Any]:
+    """The frame as an object if orjson reads it (one pass in C), else empty: what a refusal
+    before parsing can echo."""
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def snapshot_frame(session_id: str, snapshot: Snapshot) -> str:
     """The ``snapshot`` frame for a resume whose cursor left the replay ring."""
     state: Any = snapshot.state
@@ -317,6 +327,20 @@ class Client:
             )
             return
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+        if not self._bucket.take():
+            # Before parsing: a flood costs no parsing. Only orjson's one pass in C (bounded
+            # by max_frame_bytes) looks for an id to echo, so the client can match the error.
+            quick = _quick_record(text)
+            session = quick.get("session")
+            await self._error(
+                quick.get("id", MISSING),
+                quick.get("type", MISSING),
+                "rate_limit",
+                f"Rate limit exceeded: at most {limits.commands_per_second:g} commands/s, "
+                f"bursts of {limits.command_burst} (rate_limit)",
+                session if isinstance(session, str) else None,
+            )
+            return
         try:
             parsed = parse_json_line(text)
         except JsonParseError as exc:
@@ -325,17 +349,6 @@ class Client:
         type_ = record.get("type", MISSING)
         id_ = record.get("id", MISSING)
         session = record.get("session")
-        if not self._bucket.take():
-            # After parsing (bounded by max_frame_bytes), so the error echoes the id.
-            await self._error(
-                id_,
-                type_,
-                "rate_limit",
-                f"Rate limit exceeded: at most {limits.commands_per_second:g} commands/s, "
-                f"bursts of {limits.command_burst} (rate_limit)",
-                session if isinstance(session, str) else None,
-            )
-            return
         if isinstance(parsed, JsonParseError):
             message = f"Failed to parse command: {parsed.message}"
             await self._error(MISSING, "parse", None, message)
@@ -423,7 +436,15 @@ class Client:
                         f'Invalid create_session command: "{wire}" must be a string',
                     )
                 fields[name] = value
-            live = await host.create_session(self.token, **fields)
+            ephemeral = record.get("ephemeral")
+            if ephemeral is None:  # null is absent, as for pi's optional fields
+                ephemeral = False
+            if not isinstance(ephemeral, bool):
+                raise CommandRefused(
+                    "invalid_command",
+                    'Invalid create_session command: "ephemeral" must be a boolean',
+                )
+            live = await host.create_session(self.token, **fields, ephemeral=ephemeral)
             self.log.info("session_created", session=live.id)
             data = {"session": live.id, "seq": live.session.seq}
             if live.session.session_file is not None:

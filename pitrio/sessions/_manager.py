@@ -48,7 +48,7 @@ from typing import Any, Self
 import trio
 
 from pitrio._exceptions import UsageError
-from pitrio.providers import now_ms
+from pitrio.providers import UserMessage, now_ms
 from pitrio.sessions._codec import SESSIONS_CODEC
 from pitrio.sessions._entries import (
     LabelEntry,
@@ -56,6 +56,7 @@ from pitrio.sessions._entries import (
     SessionEntryNotFound,
     SessionError,
     SessionHeader,
+    SessionMessageEntry,
     generate_id,
     iso_timestamp,
     random_entry_id,
@@ -127,6 +128,7 @@ class SessionManager(SessionTree):
         self._header: SessionHeader | None = None
         self._writer: SessionFileWriter | None = None
         self._persistence: Persistence | None = None
+        self._write_at_once = False
         self.load_problems: tuple[LoadProblem, ...] = ()
         """What the last file load skipped (a torn last line ...), see :class:`LoadProblem`."""
         if persist and session_dir:
@@ -550,7 +552,31 @@ class SessionManager(SessionTree):
 
     def _writer_add_header(self) -> None:
         assert self._writer is not None and self._header is not None
-        self._writer.add([_line(self._header)], flush=False)
+        self._writer.add([_line(self._header)], flush=self._write_at_once)
+
+    def write_at_once(self) -> None:
+        """Write the file from now on without waiting for an answer: what is held back (the
+        header) now, every later entry as it is appended (new sessions' headers too), and a
+        user message before the append returns, so before any subscriber of a running
+        session sees its ``message_end`` (the session records an entry first).
+
+        pi, and pitrio's CLI, create a session's file lazily with its first assistant
+        message. The host and RPC modes call this once the session is built, so that it
+        exists on disk from its creation on and a prompt whose answer a crash cut short is
+        found again. In memory: nothing to write.
+
+        Blocking (it may write the file): call it before the session runs, from a worker
+        thread in async code.
+
+        Raises:
+            SessionLocked, SessionFileChanged, SessionWriteError: as
+                :meth:`SessionFileWriter.add`.
+        """
+        self._write_at_once = True
+        writer = self._writer
+        if writer is not None:
+            self._barrier()
+            writer.add((), flush=True)
 
     # ------------------------------------------------------------------ writing
 
@@ -653,10 +679,14 @@ class SessionManager(SessionTree):
         writer = self._writer
         if writer is not None:
             line = SESSIONS_CODEC.dumps(entry) + b"\n"
-            if self._persistence is not None:
-                self._persistence.submit(writer, line, self._has_assistant)
+            flush = self._has_assistant or self._write_at_once
+            persistence = self._persistence
+            if persistence is not None:
+                persistence.submit(writer, line, flush)
+                if self._write_at_once and _is_prompt(entry):
+                    persistence.drain()  # on disk before the prompt's message_end goes out
             else:
-                writer.add((line,), flush=self._has_assistant)
+                writer.add((line,), flush=flush)
 
     # ------------------------------------------------------------------ reading
 
@@ -744,5 +774,12 @@ class SessionManager(SessionTree):
         )
         writer = SessionFileWriter(self._session_file)
         self._switch_writer(writer)
-        writer.add([_line(header), *map(_line, kept + labels)], flush=self._has_assistant)
+        writer.add(
+            [_line(header), *map(_line, kept + labels)],
+            flush=self._has_assistant or self._write_at_once,
+        )
         return self._session_file
+
+
+def _is_prompt(entry: SessionEntry) -> bool:
+    return type(entry) is SessionMessageEntry and type(entry.message) is UserMessage

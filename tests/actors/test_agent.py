@@ -113,9 +113,20 @@ def test_should_support_follow_up_message_queue() -> None:
     assert agent.has_queued_messages()
 
 
-def test_should_handle_abort_controller() -> None:
-    """abort() with nothing running does nothing."""
-    Agent().abort()
+async def test_should_handle_abort_controller() -> None:
+    """abort() with nothing running does not raise, emits nothing, leaves the state as it was,
+    and does not abort the next run."""
+    faux, registry = make_faux()
+    faux.set_responses([assistant("after the abort")])
+    async with open_agent(model=faux.get_model(), registry=registry) as agent:
+        recorder = Recorder()
+        agent.subscribe(recorder)
+        agent.abort()
+        assert recorder.events == []
+        assert (agent.is_streaming, agent.error, agent.messages) == (False, None, ())
+        await agent.prompt("hello")
+        assert [m.role for m in agent.messages] == ["user", "assistant"]
+        assert agent.messages[-1].stop_reason == "stop"
 
 
 async def _blocking_agent(**options: Any) -> tuple[Any, Any, trio.Event]:

@@ -6,10 +6,10 @@ sessions of ``ROOT/sessions`` (``KEY=VALUE`` pairs go into the sessions' environ
 on stdout, then answers each line of stdin:
 
 - ``measure``: one JSON line, measured once no client is connected, after a full
-  ``gc.collect()`` inside the host's Trio run: ``objects`` (live objects of the host's per-session and per-client types), ``tasks``
+  ``gc.collect()`` inside the host's Trio run, once Trio's idle worker threads have retired: ``objects`` (live objects of the host's per-session and per-client types), ``tasks``
   (Trio's living tasks), ``blocks`` (``sys.getallocatedblocks()``: every memory block the
-  interpreter has allocated, large ones included), ``sessions`` and ``clients`` (the host's
-  live counts);
+  interpreter has allocated, large ones included), ``threads`` (living threads), ``sessions``
+  and ``clients`` (the host's live counts);
 
 - ``tasks``: one JSON object, how many living tasks wait in which chain of coroutines (to
   see where a hang is);
@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections import Counter
 from typing import Any
 
@@ -39,16 +40,31 @@ from pitrio.host._ws_client import Client
 from pitrio.sessions import AgentSession
 from tests.host.serve_helpers import faux_env
 
+THREAD_POLL = 0.2
+"""Seconds between looks at whether Trio's idle worker threads have retired."""
 TRACKED = (AgentSession, LiveSession, Client, WebSocketConnection)
 """The host's per-session and per-client types, counted by ``measure``."""
 
 
-async def measure(host: Host) -> dict[str, Any]:
-    """The host's memory figures (see the module docstring), once it has no client left and
-    the handlers of closed connections have ended (they end soon after their peers close)."""
+async def measure(host: Host, threads_at_start: int) -> dict[str, Any]:
+    """The host's memory figures (see the module docstring), once it has no client left,
+    the handlers of closed connections have ended (they end soon after their peers close)
+    and Trio's idle worker threads have retired.
+
+    Worker threads are why: each file write runs in one (``trio.to_thread``), and Trio keeps
+    an idle one for a few seconds in case more work comes. How many are idle at a given
+    moment depends on the machine's timing, and each holds tens of memory blocks (its
+    ``Thread``, locks, conditions, bound methods), which made the block count differ by
+    hundreds between otherwise equal measurements. Without them both measurements count the
+    same things.
+    """
     while host.clients:
         await trio.testing.wait_all_tasks_blocked(cushion=0.01)
     await trio.testing.wait_all_tasks_blocked(cushion=0.1)
+    while threading.active_count() > threads_at_start:  # noqa: ASYNC110
+        # Polling a condition that only the clock can make true (idle threads retire on
+        # their own timeout): there is nothing to wait on instead.
+        await trio.sleep(THREAD_POLL)
     for _ in range(3):
         gc.collect()
     objects = dict.fromkeys((kind.__name__ for kind in TRACKED), 0)
@@ -60,6 +76,7 @@ async def measure(host: Host) -> dict[str, Any]:
         "objects": objects,
         "tasks": trio.lowlevel.current_statistics().tasks_living,
         "blocks": sys.getallocatedblocks(),
+        "threads": threading.active_count(),
         "sessions": len(host.sessions),
         "clients": len(host.clients),
     }
@@ -94,6 +111,7 @@ async def serve(root: str, extra_env: dict[str, str]) -> None:
     env = {**faux_env(root), **extra_env}
     factory = make_session_factory(cwd=root, env=env, provider="faux")
     config = HostConfig(port=0, session_dir=os.path.join(root, "sessions"))
+    threads_at_start = threading.active_count()
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     async with stdin, open_host(factory, config) as host:
         print(json.dumps({"port": host.port, "token": host.token}), flush=True)
@@ -103,7 +121,7 @@ async def serve(root: str, extra_env: dict[str, str]) -> None:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 if line.strip() == b"measure":
-                    print(json.dumps(await measure(host)), flush=True)
+                    print(json.dumps(await measure(host, threads_at_start)), flush=True)
                 elif line.strip() == b"tasks":
                     print(json.dumps(task_stacks()), flush=True)
 

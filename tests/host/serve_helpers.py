@@ -57,12 +57,14 @@ async def open_test_host(
     settings: dict[str, Any] | None = None,
     limits: HostLimits | None = None,
     factory_options: dict[str, Any] | None = None,
+    extra_env: dict[str, str] | None = None,
     **config: Any,
 ) -> AsyncIterator[Host]:
     """A host on ``127.0.0.1:<free port>`` whose sessions use the faux provider
-    (``factory_options``: more keyword arguments for ``make_session_factory``)."""
+    (``factory_options``: more keyword arguments for ``make_session_factory``; ``extra_env``:
+    more variables for the sessions, e.g. ``PITRIO_FAUX_TOKENS_PER_SECOND``)."""
     root = os.fspath(root)
-    env = faux_env(root, script=script, settings=settings)
+    env = {**faux_env(root, script=script, settings=settings), **(extra_env or {})}
     factory = make_session_factory(cwd=root, env=env, provider="faux", **(factory_options or {}))
     options: dict[str, Any] = {
         "port": 0,

@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 
 from pitrio.host import LineSplitter, LineTooLong
-from pitrio.host._jsonl import JsonParseError, js_json, js_string, parse_json_line
+from pitrio.host._jsonl import (
+    EXACT_ERROR_CHARS,
+    MAX_JSON_DEPTH,
+    JsonParseError,
+    js_json,
+    js_string,
+    parse_json_line,
+)
 
 SEED = 20250514
 RANDOM_LINES = 600
@@ -75,8 +82,13 @@ FIXED = [
     "1e",
     '"\\x"',
     "[] []",
+    '{"id":' + "9" * 400 + "}",
+    '{"id":-' + "9" * 400 + "}",
+    "9" * 5000,
+    "[" + "1" * 309 + "," + "1" * 308 + "]",
 ]
-"""Hand-picked lines: V8's messages for empty input, bad literals, numbers and escapes."""
+"""Hand-picked lines: V8's messages for empty input, bad literals, numbers (integers beyond a
+double's range too: V8 reads Infinity, JSON.stringify writes null) and escapes."""
 
 NODE_SCRIPT = r"""
 const lines = JSON.parse(require("fs").readFileSync(0, "utf8"));
@@ -178,3 +190,70 @@ def test_splitter_frames_on_lf_only() -> None:
         b"ok",
         b"tail",
     ]
+
+
+def _deep(depth: int, inner: str = "1") -> str:
+    return "[" * depth + inner + "]" * depth
+
+
+def _innermost(value: Any) -> tuple[int, Any]:
+    """How deep ``value``'s first-element chain of arrays nests, and what ends it."""
+    depth = 0
+    while isinstance(value, list):
+        depth, value = depth + 1, value[0]
+    return depth, value
+
+
+def test_nesting_up_to_the_bound_parses() -> None:
+    """Arrays and objects nested :data:`MAX_JSON_DEPTH` deep parse, whichever parser reads them
+    (what orjson refuses, a lone surrogate escape or a number beyond a double, is read by
+    another parser, under the same bound), and brackets inside strings do not count."""
+    assert _innermost(parse_json_line(_deep(MAX_JSON_DEPTH))) == (MAX_JSON_DEPTH, 1)
+    line = '{"a":"\\ud800","b":' + _deep(MAX_JSON_DEPTH - 1, "1e400") + "}"
+    value = parse_json_line(line)
+    assert value["a"] == "\ud800"
+    assert _innermost(value["b"]) == (MAX_JSON_DEPTH - 1, float("inf"))
+    value = parse_json_line('{"s":"' + "[" * 2000 + '\\"[[","n":' + "9" * 400 + "}")
+    assert value == {"s": "[" * 2000 + '"[[', "n": float("inf")}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _deep(MAX_JSON_DEPTH + 1),
+        '{"a":"\\ud800","b":' + _deep(MAX_JSON_DEPTH, "1e400") + "}",
+        "[" * 1_000_000,
+        '{"type":"x","v":' + '{"k":' * 600 + "[" * 600 + "]" * 600 + "}" * 600 + "}",
+    ],
+)
+def test_nesting_beyond_the_bound_is_malformed_on_every_interpreter(line: str) -> None:
+    """One level deeper than :data:`MAX_JSON_DEPTH` is refused with the bound named, however
+    deep the interpreter's own parser could go (3.11 and 3.13 differ)."""
+    with pytest.raises(JsonParseError) as refused:
+        parse_json_line(line)
+    assert refused.value.message == f"Nesting deeper than {MAX_JSON_DEPTH} levels in JSON"
+
+
+def test_integers_beyond_a_double_read_as_javascript_infinity() -> None:
+    """A 400-digit (or 5,000-digit) integer is JavaScript's Infinity: echoed as ``null`` by
+    JSON.stringify, ``Infinity`` by String() (Python's own int would overflow a float)."""
+    for digits in (400, 5000):
+        value = parse_json_line('{"id":' + "9" * digits + ',"neg":-' + "9" * digits + "}")
+        assert js_json(value) == '{"id":null,"neg":null}'
+        assert (js_string(value["id"]), js_string(value["neg"])) == ("Infinity", "-Infinity")
+    assert js_json(10**400) == "null"
+
+
+def test_a_long_refused_record_is_answered_without_the_v8_rescan() -> None:
+    """Past :data:`EXACT_ERROR_CHARS`, a refused record's error is the C parser's reason and
+    position (cheap); at most that long, V8's exact words."""
+    body = '{"type":"prompt","message":"' + "x" * (EXACT_ERROR_CHARS + 1) + '"'
+    with pytest.raises(JsonParseError) as long_one:
+        parse_json_line(body)
+    assert long_one.value.message == f"Expecting ',' delimiter in JSON at position {len(body)}"
+    short = '{"type":"prompt","message":"' + "x" * 100 + '"'
+    with pytest.raises(JsonParseError) as short_one:
+        parse_json_line(short)
+    assert short_one.value.message == (
+        f"Expected ',' or '}}' after property value in JSON at position {len(short)}"
+    )

@@ -1,4 +1,7 @@
-"""10,000 random and malformed records fed to one in-process RPC server over memory streams."""
+"""10,000 random and malformed records fed to one in-process RPC server over memory streams:
+random characters and bytes, overlong records, values that are not commands, unknown commands,
+fields of the wrong type, NUL bytes, nesting beyond ``MAX_JSON_DEPTH`` and integers of 309 to
+420 digits (JavaScript's Infinity)."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ HARMLESS = [
 
 def _record(rng: random.Random) -> tuple[bytes, bool]:
     """A record and whether it must be answered with success false."""
-    kind = rng.randrange(8)
+    kind = rng.randrange(11)
     if kind == 0:
         alphabet = '{}[]:,"\\ \t-.e0123456789truefalsnuxé\u2028\x00'
         return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))).encode(), True
@@ -67,7 +70,32 @@ def _record(rng: random.Random) -> tuple[bytes, bool]:
         )
         command[field] = rng.choice([None, 3, [1], {"a": 1}, 2.5])
         return json.dumps(command).encode(), True
+    huge = rng.choice([1, -1]) * (10 ** rng.randint(309, 420) - 1)
+    if kind == 8:
+        nul = rng.choice(["\x00", "a\x00b"])
+        command = rng.choice(
+            [
+                {"type": "export_html", "outputPath": nul},
+                {"type": "set_thinking_level", "level": nul},
+                {"type": f"no_such_{nul}"},
+            ]
+        )
+        return json.dumps(command).encode(), True
+    if kind == 9:
+        # Beyond the nesting bound (also behind a number orjson refuses), or a number beyond
+        # a double where a string is wanted.
+        depth = rng.choice([1030, 1500])
+        deep = "[" * depth + "]" * depth
+        return rng.choice(
+            [
+                deep.encode(),
+                ('{"type":"get_state","n":' + str(huge) + ',"x":' + deep + "}").encode(),
+                json.dumps({"type": "set_steering_mode", "mode": huge, "id": huge}).encode(),
+            ]
+        ), True
     command: dict[str, Any] = {"type": rng.choice(HARMLESS), "id": str(rng.randrange(1000))}
+    if kind == 10:
+        command["id"] = huge  # pi answers with id null (JSON.stringify(Infinity))
     if kind == 6:
         command["extra"] = rng.choice(["off", "all", True, None, 1, [2]])
     return json.dumps(command).encode(), False

@@ -5,9 +5,12 @@ over four websocket connections at once, two with the host token and two with cl
 (created with ``create_token``). Among them are text frames of random characters and random
 bytes, binary frames (invalid UTF-8 included), JSON that is not an object, unknown commands,
 known commands with fields of the wrong type or missing, commands for unknown sessions or
-without one, host commands with bad fields, frames over the frame limit, deep nesting,
-U+2028 inside and between tokens, lone surrogates (``"\\ud800"``) in ids and session
-names, and ids of every JSON type; and valid commands too
+without one, host commands with bad fields, frames over the frame limit, deep nesting
+(beyond the explicit bound ``MAX_JSON_DEPTH``, also behind a number orjson refuses), NUL
+bytes in a cwd, session ids and tokens, integers of 309 to 420 digits (JavaScript's
+Infinity, echoed as ``null``) as ids and field values, U+2028 inside and between tokens,
+lone surrogates (``"\\ud800"``) in ids and session names, and ids of every JSON type; and
+valid commands too
 (``get_state`` on a real session, ``list_sessions``, ``create_session``, ``open_session``,
 ``detach_session``), while one connection also prompts a session whose answer streams.
 
@@ -156,7 +159,7 @@ def _json(value: Any) -> str:
 
 def make_frame(rng: random.Random, context: Context) -> Frame:
     """A random frame for a connection in ``context`` (see the module docstring)."""
-    kind = rng.randrange(20)
+    kind = rng.randrange(23)
     session = rng.choice(context.sessions) if context.sessions else "none"
     if kind == 0:
         return Frame(_garbage(rng), True, kind="garbage")
@@ -237,9 +240,38 @@ def make_frame(rng: random.Random, context: Context) -> Frame:
         glue = rng.choice(["\u2028", "\u2029", "\u00a0", "\x0b"])
         data = "{" + glue + '"type":"get_state","session":' + _json(session) + "}"
         return Frame(data, True, kind="odd whitespace")
+    if kind == 20:
+        nul = rng.choice(["\x00", "a\x00b", "\x00" * 3])
+        command = rng.choice(
+            [
+                {"type": "create_session", "cwd": nul},
+                {"type": "open_session", "session": nul},
+                {"type": rng.choice(HARMLESS), "session": nul},
+                {"type": "grant", "session": nul, "token": nul},
+            ]
+        )
+        return Frame(_json(command), True, kind="NUL bytes")
+    if kind == 21:
+        huge = rng.choice([1, -1]) * (10 ** rng.randint(309, 420) - 1)
+        command = rng.choice(
+            [
+                {"type": "open_session", "session": session, "resume_from": huge},
+                {"type": "set_thinking_level", "session": session, "level": huge},
+                {"type": f"no_such_{rng.randrange(9)}", "session": session, "id": huge},
+            ]
+        )
+        # pi reads such a number as Infinity, which JSON.stringify echoes as null.
+        return Frame(_json(command), True, None, "id" in command, kind="huge integers")
+    if kind == 22:
+        # Beyond the nesting bound, behind what orjson refuses (a huge number): the bound
+        # holds on the other parser too.
+        deep = '{"n":' + "9" * 400 + ',"x":' + _deep(rng.choice([1030, 1500])) + "}"
+        data = '{"type":"get_state","session":' + _json(session) + ',"v":' + deep + "}"
+        return Frame(data, True, kind="deep nesting after a huge number")
     # Valid commands (kinds 13 to 19).
     id_ = rng.choice(IDS)
     has_id = rng.random() < 0.8
+    huge_id = has_id and rng.random() < 0.05
     if kind in (13, 14, 15) and context.sessions:
         command = {"type": rng.choice(HARMLESS), "session": session}
         if kind == 14:
@@ -261,7 +293,7 @@ def make_frame(rng: random.Random, context: Context) -> Frame:
             else {"type": "list_sessions"}
         )
     if has_id:
-        command["id"] = id_
+        command["id"] = 10**400 if huge_id else id_
     data = _json(command)
     if len(data.encode()) > MAX_FRAME:  # deep ids can make it long
         command.pop("x", None)
@@ -269,7 +301,7 @@ def make_frame(rng: random.Random, context: Context) -> Frame:
     return Frame(
         data if rng.random() < 0.9 else data.encode(),
         False,
-        id_,
+        None if huge_id else id_,  # a 400-digit id is echoed as null, as pi echoes Infinity
         has_id,
         kind=f"valid {command['type']}",
     )
@@ -310,7 +342,7 @@ async def fuzz(
             raise AssertionError(("closed", exc.reason, frame.kind, frame.data[:300])) from exc
         where = (frame.kind, frame.data[:300], response)
         assert response["success"] is (not frame.bad), where
-        if not frame.bad and frame.has_id:
+        if frame.has_id and (not frame.bad or frame.kind == "huge integers"):
             assert "id" in response and response["id"] == frame.id, where
         if frame.bad:
             tally.errors += 1

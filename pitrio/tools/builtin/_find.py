@@ -116,8 +116,24 @@ def _check(spec: pathspec.GitIgnoreSpec | None, base: str, path: str, is_dir: bo
         return None
     if is_dir:
         relative += "/"
-    include: bool | None = spec.check_file(relative).include
-    return include
+    # The ignore crate matches a path itself, never through its parent directories: those are
+    # pruned by the walk before their contents are seen. pathspec also reports a path under a
+    # matching directory (``build/a.txt`` for ``build/``), which would hide the contents of a
+    # search root that a parent's .gitignore ignores; fd and ripgrep list them. So a match
+    # that ends at a ``/`` before the end of the path (the pattern matched a parent) is skipped,
+    # and the last pattern matching the path itself decides.
+    for pattern in reversed(spec.patterns):
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None or regex is None:
+            continue
+        match = regex.match(relative)
+        if match is None:
+            continue
+        if match.end() < len(relative) and match.group().endswith("/"):
+            continue
+        include: bool = pattern.include
+        return include
+    return None
 
 
 def is_ignored(chain: list[DirRules], path: str, is_dir: bool, *, require_git: bool) -> bool:

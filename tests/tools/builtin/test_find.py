@@ -140,3 +140,27 @@ async def test_limit_keeps_the_first_in_sorted_order(tmp_path: Path) -> None:
         "f0.txt\nf1.txt\n\n[2 results limit reached. Use limit=4 for more, or refine pattern]"
     )
     assert result.details == {"resultLimitReached": 2}
+
+
+async def test_a_search_root_a_parent_gitignore_ignores_lists_its_files(tmp_path: Path) -> None:
+    """As fd (ignore rules never apply to the search root), ``path`` naming a folder that a
+    parent's .gitignore ignores lists that folder's files; rules on the files themselves still
+    apply."""
+    make_tree(
+        tmp_path / "r",
+        [
+            {"path": ".git/HEAD", "text": ""},
+            {"path": ".gitignore", "text": "build/\ndist\n*.log\n"},
+            {"path": "build/a.txt", "text": ""},
+            {"path": "build/sub/b.txt", "text": ""},
+            {"path": "build/skip.log", "text": ""},
+            {"path": "dist/c.txt", "text": ""},
+        ],
+    )
+    tool = FindTool(cwd=str(tmp_path / "r"))
+    result = await tool.execute("c", {"pattern": "*", "path": "build"}, print)
+    assert result.content[0].text == "a.txt\nsub/\nsub/b.txt"  # type: ignore[union-attr]
+    result = await tool.execute("c", {"pattern": "*.txt", "path": "dist"}, print)
+    assert result.content[0].text == "c.txt"  # type: ignore[union-attr]
+    result = await tool.execute("c", {"pattern": "*.txt"}, print)
+    assert result.content[0].text == "No files found matching pattern"  # type: ignore[union-attr]
