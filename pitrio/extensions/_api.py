@@ -627,10 +627,7 @@ class ExtensionAPI:
 
     def get_active_tools(self) -> list[str]:
         """The names of the tools the model sees (pi's ``getActiveTools``)."""
-        session = self._runner.session
-        if session is None:
-            return []
-        return [tool.name for tool in session.agent.tools]
+        return self._runner.active_tools()
 
     def get_all_tools(self) -> list[ToolInfo]:
         """Every tool :meth:`set_active_tools` can choose from (pi's ``getAllTools``): the

@@ -196,23 +196,23 @@ class SessionCommands:
                 level = await session.cycle_thinking_level()
                 return ok("cycle_thinking_level", None if level is None else {"level": level})
             case rpc.SetSteeringMode():
-                session.set_steering_mode(command.mode)  # type: ignore[arg-type]
+                await session.set_steering_mode(command.mode)  # type: ignore[arg-type]
                 return ok("set_steering_mode")
             case rpc.SetFollowUpMode():
-                session.set_follow_up_mode(command.mode)  # type: ignore[arg-type]
+                await session.set_follow_up_mode(command.mode)  # type: ignore[arg-type]
                 return ok("set_follow_up_mode")
             case rpc.Compact():
                 started()
                 result = await session.compact(command.custom_instructions)
                 return ok("compact", to_wire(result))
             case rpc.SetAutoCompaction():
-                session.set_auto_compaction_enabled(command.enabled)
+                await session.set_auto_compaction_enabled(command.enabled)
                 return ok("set_auto_compaction")
             case rpc.SetAutoRetry():
-                session.set_auto_retry_enabled(command.enabled)
+                await session.set_auto_retry_enabled(command.enabled)
                 return ok("set_auto_retry")
             case rpc.AbortRetry():
-                session.abort_retry()
+                await session.abort_retry()
                 return ok("abort_retry")
             case rpc.Bash():
                 return await self._bash(command, started)

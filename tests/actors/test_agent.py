@@ -67,33 +67,33 @@ def test_should_create_an_agent_instance_with_custom_initial_state() -> None:
     assert agent.thinking_level == "low"
 
 
-def test_should_subscribe_to_events() -> None:
+async def test_should_subscribe_to_events() -> None:
     """Subscribing emits nothing; mutators emit nothing; unsubscribe works."""
     agent = Agent()
     recorder = Recorder()
     unsubscribe = agent.subscribe(recorder)
-    agent.set_system_prompt("Test prompt")
+    await agent.set_system_prompt("Test prompt")
     assert recorder.events == []
     assert agent.system_prompt == "Test prompt"
     unsubscribe()
     unsubscribe()  # idempotent
 
 
-def test_should_update_state_with_mutators() -> None:
+async def test_should_update_state_with_mutators() -> None:
     """The mutators replace state; replace_messages copies its input."""
     agent = Agent()
     model = get_model("google", "gemini-2.5-flash")
-    agent.set_model(model)
-    agent.set_thinking_level("high")
+    await agent.set_model(model)
+    await agent.set_thinking_level("high")
     tool = echo_tool()
-    agent.set_tools([tool])
+    await agent.set_tools([tool])
     messages = [user("Hello")]
-    agent.replace_messages(messages)
+    await agent.replace_messages(messages)
     messages.append(user("not in the agent"))
-    agent.append_message(assistant("Hi"))
+    await agent.append_message(assistant("Hi"))
     assert (agent.model, agent.thinking_level, agent.tools) == (model, "high", (tool,))
     assert [m.role for m in agent.messages] == ["user", "assistant"]
-    agent.clear_messages()
+    await agent.clear_messages()
     assert agent.messages == ()
 
 
@@ -474,9 +474,9 @@ async def test_the_provider_sees_the_tools_set_before_each_run() -> None:
     model = faux.get_model()
     async with open_agent(model=model, registry=registry, tools=[echo_tool()]) as agent:
         await agent.prompt("one")
-        agent.set_tools([echo_tool(name="other"), echo_tool()])
+        await agent.set_tools([echo_tool(name="other"), echo_tool()])
         await agent.prompt("two")
-        agent.set_tools([])
+        await agent.set_tools([])
         await agent.prompt("three")
     assert seen == [[("echo", "Echo")], [("other", "Other"), ("echo", "Echo")], []]
 
@@ -523,7 +523,7 @@ async def test_continue_guards() -> None:
         await agent.prompt("hi")
         with pytest.raises(UsageError, match="Cannot continue from message role: assistant"):
             await agent.continue_()
-        agent.append_message(user("retry from here"))
+        await agent.append_message(user("retry from here"))
         await agent.continue_()
     assert agent.messages[-1].text() == "again"
 
