@@ -31,7 +31,7 @@ import trio
 from pitrio._exceptions import PitrioError, UsageError
 from pitrio.host._metrics import HostMetrics
 from pitrio.host._rpc_commands import PathKind, RpcServices, SessionCommands
-from pitrio.host._rpc_types import RpcCommand
+from pitrio.host._rpc_types import RpcRequest
 from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
 
 __all__ = [
@@ -362,7 +362,7 @@ class LiveSession:
                 await self.session.wait_for_idle()
 
     async def start_long(
-        self, command: RpcCommand, respond: Callable[[Any], Any], log_: Any
+        self, command: RpcRequest, respond: Callable[[Any], Any], log_: Any
     ) -> None:
         """Start a long command in the session's nursery; return once it reached the session.
 
@@ -383,7 +383,7 @@ class LiveSession:
 
     async def _run_long(
         self,
-        command: RpcCommand,
+        command: RpcRequest,
         respond: Callable[[Any], Any],
         log_: Any,
         borrower: object,

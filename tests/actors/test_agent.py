@@ -3,8 +3,10 @@ plus pitrio's abort, steering, follow-up, guard and concurrency behaviour."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -743,3 +745,58 @@ async def test_record_event_sees_every_event_but_message_update_before_subscribe
     for index, entry in enumerate(log):
         if entry.startswith("deliver") and not entry.endswith("message_update"):
             assert log[index - 1] == f"record {entry.split()[1]}"
+
+
+# --------------------------------------------------------------------------- state changes in order
+
+
+async def test_set_model_sent_while_a_prompt_is_queued_applies_after_it() -> None:
+    """A state change is a command: set_model sent while a prompt waits in the agent's inbox is
+    applied after that prompt's run started (the run keeps its model), before the next run."""
+    faux, registry = make_faux()
+    model_a = faux.get_model()
+    model_b = attrs.evolve(model_a, id="faux-b")
+    used: list[str] = []
+
+    def respond(text: str) -> Any:
+        def factory(context: Context, options: Any, state: Any, model: Model) -> AssistantMessage:
+            used.append(model.id)
+            return assistant(text)
+
+        return factory
+
+    async def gate(value: str) -> None:
+        await trio.sleep_forever()  # until the interrupt cancels it
+
+    release = trio.Event()
+
+    async def stall_after_abort(event: AgentEvent) -> None:
+        # The aborted run's closing events wait here: its task (and so the agent's task, which
+        # waits for that run to end before it starts the interrupting prompt) stays busy, and
+        # the clock never runs, so the epilogue's bound cannot cut this short.
+        if event.type == "agent_end" and not release.is_set():
+            await release.wait()
+
+    faux.set_responses(
+        [
+            assistant([call("c1", "x")], stop_reason="toolUse"),
+            respond("one"),
+            respond("two"),
+        ]
+    )
+    async with open_agent(model=model_a, registry=registry, tools=[echo_tool(gate=gate)]) as agent:
+        agent.subscribe(stall_after_abort)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent.prompt, "zero")
+            await trio.testing.wait_all_tasks_blocked()
+            assert agent.pending_tool_calls  # run zero waits in its tool
+            nursery.start_soon(partial(agent.prompt, "one", busy_policy="interrupt"))
+            await trio.testing.wait_all_tasks_blocked()
+            # The agent's task now waits for run zero to end; set_model queues behind "one".
+            nursery.start_soon(agent.set_model, model_b)
+            await trio.testing.wait_all_tasks_blocked()
+            assert agent.model is model_a
+            release.set()
+        assert agent.model is model_b
+        await agent.prompt("two")
+    assert used == ["faux-1", "faux-b"]
