@@ -347,7 +347,7 @@ class LiveSession:
     async def close(self) -> None:
         """Abort what runs, stop the session (its file is written) and wait until it is."""
         if self._tasks is not None and not self._close.is_set():
-            self.session.abort_bash()  # user bash runs outside the run: abort stops runs only
+            await self.session.abort_bash()  # user bash runs outside the run: abort stops runs only
             with trio.move_on_after(DRAIN_GRACE):
                 await self.session.abort()
         self._close.set()

@@ -287,10 +287,11 @@ class UserBashMethods:
             )
         )
 
-    def abort_bash(self) -> None:
+    async def abort_bash(self) -> None:
         """Cancel the running user commands (pi's ``abortBash``): their processes are killed
-        and their :meth:`execute_bash` calls return results with ``cancelled``."""
-        self._actor.abort_user_bash()
+        and their :meth:`execute_bash` calls return results with ``cancelled`` (the
+        ``AbortBash`` command; answered at once, as pi)."""
+        await self._call(cmd.AbortBash())
 
     @property
     def is_bash_running(self) -> bool:

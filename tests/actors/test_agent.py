@@ -750,17 +750,44 @@ async def test_record_event_sees_every_event_but_message_update_before_subscribe
 # --------------------------------------------------------------------------- state changes in order
 
 
-async def test_set_model_sent_while_a_prompt_is_queued_applies_after_it() -> None:
-    """A state change is a command: set_model sent while a prompt waits in the agent's inbox is
-    applied after that prompt's run started (the run keeps its model), before the next run."""
+def _model_b(model: Model) -> Model:
+    return attrs.evolve(model, id="faux-b")
+
+
+# (change, what the provider saw before it, after it); each change is sent while a prompt waits
+# in the agent's inbox.
+STATE_CHANGES: list[tuple[str, Any, Any, Any]] = [
+    ("set_model", _model_b, "faux-1", "faux-b"),
+    ("set_thinking_level", lambda _: "high", None, "high"),
+    ("set_system_prompt", lambda _: "new prompt", "old prompt", "new prompt"),
+    ("set_tools", lambda _: [], ["echo"], []),
+]
+
+
+def _seen(change: str, context: Context, options: Any, model: Model) -> Any:
+    if change == "set_model":
+        return model.id
+    if change == "set_thinking_level":
+        return options.reasoning
+    if change == "set_system_prompt":
+        return context.system_prompt
+    return [tool.name for tool in context.tools or ()]
+
+
+@pytest.mark.parametrize(("change", "value", "before", "after"), STATE_CHANGES)
+async def test_a_state_change_sent_while_a_prompt_is_queued_applies_after_it(
+    change: str, value: Any, before: Any, after: Any
+) -> None:
+    """A state change is a command: sent while a prompt waits in the agent's inbox, it is
+    applied after that prompt's run started (the run keeps what it started with), and the
+    next run gets it."""
     faux, registry = make_faux()
-    model_a = faux.get_model()
-    model_b = attrs.evolve(model_a, id="faux-b")
-    used: list[str] = []
+    model = attrs.evolve(faux.get_model(), reasoning=True)
+    seen: list[Any] = []
 
     def respond(text: str) -> Any:
         def factory(context: Context, options: Any, state: Any, model: Model) -> AssistantMessage:
-            used.append(model.id)
+            seen.append(_seen(change, context, options, model))
             return assistant(text)
 
         return factory
@@ -784,7 +811,10 @@ async def test_set_model_sent_while_a_prompt_is_queued_applies_after_it() -> Non
             respond("two"),
         ]
     )
-    async with open_agent(model=model_a, registry=registry, tools=[echo_tool(gate=gate)]) as agent:
+    tools = [echo_tool(gate=gate)]
+    async with open_agent(
+        model=model, registry=registry, tools=tools, system_prompt="old prompt"
+    ) as agent:
         agent.subscribe(stall_after_abort)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(agent.prompt, "zero")
@@ -792,11 +822,9 @@ async def test_set_model_sent_while_a_prompt_is_queued_applies_after_it() -> Non
             assert agent.pending_tool_calls  # run zero waits in its tool
             nursery.start_soon(partial(agent.prompt, "one", busy_policy="interrupt"))
             await trio.testing.wait_all_tasks_blocked()
-            # The agent's task now waits for run zero to end; set_model queues behind "one".
-            nursery.start_soon(agent.set_model, model_b)
+            # The agent's task now waits for run zero to end; the change queues behind "one".
+            nursery.start_soon(getattr(agent, change), value(model))
             await trio.testing.wait_all_tasks_blocked()
-            assert agent.model is model_a
             release.set()
-        assert agent.model is model_b
         await agent.prompt("two")
-    assert used == ["faux-1", "faux-b"]
+    assert seen == [before, after]

@@ -169,7 +169,7 @@ async def test_session_actor_has_no_instance_dict(tmp_path: Path) -> None:
     async with open_session(faux, registry, manager=manager) as session:
         actor = session._actor
         assert not hasattr(actor, "__dict__")
-        session.abort_bash()
+        await session.abort_bash()
         assert actor._user_bash is None
         result = await session.execute_bash("echo hi")
         assert result.output == "hi\n"
