@@ -590,6 +590,9 @@ class Agent:
         An agent that no task serves (before :meth:`run` or :meth:`ensure_started`, or after
         it stopped) has no owner to order the change against: it is applied at once, here.
         Cancelling the wait does not withdraw a change already sent.
+
+        Raises:
+            UsageError: the agent stopped serving with the change still in its inbox.
         """
         inbox = self._inbox
         if inbox is None:

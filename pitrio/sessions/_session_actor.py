@@ -341,7 +341,12 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         task_status.started(self)
 
     async def aclose(self) -> None:
-        """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run)."""
+        """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run).
+
+        Run by the owner closing the session, in its task: the abort is the ``Abort`` command;
+        the closed flag set here only makes a late sender's error say "closed" (the inbox
+        itself is closed by :meth:`run`'s end).
+        """
         if self._closed:
             return
         self._closed = True

@@ -22,6 +22,8 @@ from typing import Any, Literal, TypeAlias
 import attrs
 import trio
 
+# Every annotation's type is imported at run time (none under TYPE_CHECKING): the RPC decoder's
+# converter resolves these classes' annotations.
 from pitrio.channels import Reply
 from pitrio.providers import ImageContent, Model, ModelThinkingLevel, TextContent
 from pitrio.sessions._agent_session_types import (
@@ -34,9 +36,6 @@ from pitrio.sessions._bash_executor import BashResult, ChunkCallback
 from pitrio.sessions._compaction import CompactionResult
 from pitrio.tools import AgentTool
 from pitrio.tools.builtin import BashOperations
-
-# Imported at run time, not for type checking only: the RPC decoder resolves these classes'
-# annotations (cattrs).
 
 __all__ = [
     "Abort",

@@ -145,7 +145,9 @@ class PromptCommands(SessionSlots):
         if start is not None:
             messages.extend(start.messages)
         system_prompt = start.system_prompt if start is not None else None
-        await self.agent.set_system_prompt(system_prompt or self._base_system_prompt)
+        system_prompt = system_prompt or self._base_system_prompt
+        if system_prompt != self.agent.system_prompt:  # the common case sends no command
+            await self.agent.set_system_prompt(system_prompt)
         if command.on_accepted is not None:
             await command.on_accepted()
         await self._drive(messages)

@@ -233,7 +233,11 @@ class UserBashMethods:
         """
         # Seed 004's user_bash: an extension may run the command elsewhere (operations) or
         # answer it outright (result, recorded as if the command had run).
-        # The hook counts as part of the command: abort_bash() cancels a slow handler too.
+        # The hook counts as part of the command: abort_bash() cancels a slow handler too. The
+        # hook runs here, in the caller's task (as the prompt pipeline's input hook does), and
+        # registers its cancel scope where AbortBash finds it: the one touch of the actor's
+        # state from outside its task, synchronous and owner-free on purpose (adding and
+        # removing a scope to cancel; cancelling a scope from another task is Trio's way).
         deciding = _Running(scope=trio.CancelScope())
         self._actor.user_bash.running.append(deciding)
         try:
