@@ -102,7 +102,7 @@ __all__ = [
     "open_agent_session",
 ]
 
-StreamingBehavior = Literal["steer", "follow_up", "interrupt"]
+StreamingBehavior = cmd.StreamingBehavior
 Subscriber = Callable[[AgentSessionEvent], "Awaitable[None] | None"]
 
 _NO_EXPANSION: Final = PromptExpansion()
@@ -159,13 +159,15 @@ class AgentSession(UserBashMethods):
             the ``replayRingSize`` setting, else :data:`~pitrio.channels.REPLAY_RING`), from
             the first :meth:`events` or read of :attr:`seq` on (before that no reader can
             hold a cursor, and an older cursor gets a snapshot).
+        provider_session_id: pass the session's id to the provider (its prompt-cache key;
+            default); ``False`` passes none (pi's bench clears ``agent.sessionId``).
         skills, prompt_templates: what ``/skill:name args`` and ``/template args`` expand
             with, in :meth:`prompt`, :meth:`steer` and :meth:`follow_up` (default: none, the
             text is sent as written); the command line passes its loaded resources.
 
     Resource handling:
-        :meth:`run` owns the session actor, the Agent, the retry actor and, unless the manager
-        already has one, a :class:`Persistence` actor; all stop when it is cancelled, after
+        :meth:`run` owns the session actor, the Agent and, unless the manager already has
+        one, a :class:`Persistence` actor; all stop when it is cancelled, after
         whatever was appended has been written.
     """
 
