@@ -719,6 +719,10 @@ class AgentSession(UserBashMethods):
         """Name the session (a ``session_info`` entry)."""
         await self._call(cmd.SetSessionName(name=name))
 
+    async def set_label(self, entry_id: str, label: str | None) -> None:
+        """Label (or, with ``None``, unlabel) an entry (a ``label`` entry)."""
+        await self._call(cmd.SetLabel(entry_id=entry_id, label=label))
+
     # ------------------------------------------------------------------ compaction
 
     @property

@@ -487,6 +487,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                     SessionInfoChangedEvent(name=self.session_manager.get_session_name())
                 )
                 command.reply.set(None)
+            case cmd.SetLabel():
+                self.session_manager.append_label_change(command.entry_id, command.label)
+                command.reply.set(None)
             case cmd.SetSystemPrompt():
                 self._base_system_prompt = command.system_prompt
                 if not self.is_busy:  # a run in progress keeps its prompt; the next gets this

@@ -60,6 +60,7 @@ __all__ = [
     "SetAutoCompaction",
     "SetAutoRetry",
     "SetFollowUpMode",
+    "SetLabel",
     "SetModel",
     "SetSessionName",
     "SetSteeringMode",
@@ -262,6 +263,15 @@ class SetSessionName:
 
 
 @attrs.define(kw_only=True, eq=False)
+class SetLabel:
+    """Label (or, with ``None``, unlabel) an entry: a ``label`` entry (pi's ``setLabel``)."""
+
+    entry_id: str
+    label: str | None
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
 class SetSystemPrompt:
     """Replace the base system prompt (``ctx.reload()``: resources loaded again); a run that
     is going on keeps its own, the next one gets this."""
@@ -370,6 +380,7 @@ SessionCommand: TypeAlias = (
     | SetAutoCompaction
     | SetAutoRetry
     | SetSessionName
+    | SetLabel
     | SetSystemPrompt
     | SetTools
     | Compact

@@ -172,3 +172,22 @@ async def test_state_changes_sent_without_waiting_are_executed_in_order() -> Non
         assert session.steering_mode == "one-at-a-time"
         assert session.auto_retry_enabled
         assert session.agent.tools == ()
+
+
+async def test_set_label_is_a_command_applied_in_order() -> None:
+    """``SetLabel`` (the facade's ``set_label``, an extension's ``set_label``) labels an entry
+    from the session's task, in the order the labels were sent."""
+    faux, registry = make_faux()
+    faux.set_responses([reply("a1")])
+    async with open_session(faux, registry) as session:
+        await session.prompt("first")
+        manager = session.session_manager
+        leaf = manager.get_leaf_id()
+        assert leaf is not None
+        session.send_nowait(cmd.SetLabel(entry_id=leaf, label="one"))
+        session.send_nowait(cmd.SetLabel(entry_id=leaf, label="two"))
+        assert manager.get_label(leaf) is None  # not yet: the session's task applies them
+        await session.set_label(leaf, "three")
+        assert manager.get_label(leaf) == "three"
+        labels = [e.label for e in manager.get_entries() if e.type == "label"]
+        assert labels == ["one", "two", "three"]
