@@ -76,14 +76,14 @@ async def run_agent(args: argparse.Namespace) -> dict[str, Any]:
 
         async def one(i: int) -> None:
             if args.mode == "reset":
-                agent.reset()
+                await agent.reset()
             faux.append_responses([respond, respond])
             await agent.prompt(f"prompt number {i}: please echo hello world")
 
         for i in range(args.warmup):
             await one(i)
         if args.mode == "reset":
-            agent.reset()
+            await agent.reset()
         for key in counts:
             counts[key] = 0
         latencies: list[float] = []

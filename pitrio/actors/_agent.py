@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, NoReturn, Self
+from typing import Any, Final, NoReturn, Self, assert_never
 
 import attrs
 import structlog
@@ -33,8 +33,19 @@ from pitrio.actors._agent_state import (
     NO_MODEL,
     NO_TOOL_CALLS,
     AgentStateView,
+    AppendMessage,
     BusyPolicy,
+    ClearMessages,
     RegistryStream,
+    ReplaceMessages,
+    Reset,
+    SetModel,
+    SetQueueMode,
+    SetSessionId,
+    SetSystemPrompt,
+    SetThinkingLevel,
+    SetTools,
+    StateChange,
 )
 from pitrio.actors._events import (
     AgentEndEvent,
@@ -113,8 +124,9 @@ synchronous subscribers and buffered iterators takes microseconds and never wait
 the bound only cuts off a subscriber that stalls again after the abort, so that abort reaches
 quiet in well under 100 ms whatever the subscribers do."""
 AGENT_INBOX: Final = 16
-"""Commands (prompt, continue) waiting for the agent's task. Each is executed at once (a run is
-started, or the busy policy answers), so the inbox only fills if 16 callers race in one tick."""
+"""Commands (prompt, continue, state changes) waiting for the agent's task. Each is executed at
+once (a run is started, the busy policy answers, the state changes), so the inbox only fills if
+16 callers race in one tick."""
 
 
 Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
@@ -171,11 +183,14 @@ class _StartRun:
 
 
 class Agent:
-    """A stateful agent: transcript, tool loop, steering and follow-up queues, abort, events.
+    r"""A stateful agent: transcript, tool loop, steering and follow-up queues, abort, events.
 
     Construct it, then run it under a nursery: ``async with open_agent(...)`` or
-    ``await nursery.start(agent.run)``. The mutators and queue methods are synchronous and may
-    be called at any time; :meth:`prompt` and :meth:`continue_` need the agent running.
+    ``await nursery.start(agent.run)``. :meth:`prompt` and :meth:`continue_` need the agent
+    running; the state changes (:meth:`set_model`, :meth:`set_tools`,
+    :meth:`replace_messages` ...) are commands too, applied by the agent's task in order with
+    the runs it starts (on an agent that is not running, no task owns the state, and the
+    change is applied at once in the caller).
 
     Args:
         model: the model to call (required before the first prompt).
@@ -205,10 +220,23 @@ class Agent:
     Actors and tasks: :meth:`run` opens the agent's nursery and serves its command inbox
     (``AGENT_INBOX`` commands); each run is a child task of that nursery, inside the run's own
     cancel scope. :meth:`prompt` and :meth:`continue_` send a command and wait for the run it
-    starts; :meth:`abort` cancels the run's scope; :meth:`steer` and :meth:`follow_up` put into
-    the mailboxes, whose arrival notification closes a running tool batch's intake. The
-    transcript is written only by the run in progress (through the event reducer) or, between
-    runs, by the mutators.
+    starts; the state changes send a command and wait for it to be applied. The transcript is
+    written only by the run in progress (through the event reducer) or by the agent's task
+    (the state changes).
+
+    Three kinds of calls are synchronous and owner-free, on purpose:
+
+    * :meth:`abort` cancels the run's cancel scope from the caller's task: cancelling a scope
+      from another task is Trio's designed way to stop work, it must act at once (a queued
+      abort would wait behind the commands before it), and the run's own task then ends
+      itself (its epilogue emits the closing events).
+    * :meth:`steer`, :meth:`follow_up` and the ``clear_*_queue`` methods are operations on
+      the two bounded :class:`~pitrio.channels.Mailbox`\ es, the channels between any sender
+      and the run (which drains them at its poll points); a steering message must reach a
+      running tool batch at once, whose intake its arrival closes.
+    * the public configuration attributes (the hooks, ``stream_fn``, ``session_id``,
+      ``busy_policy`` ...) are plain attributes for the owner to set up before it serves the
+      agent; a run reads them once, when it starts.
     """
 
     # Slots: an Agent has more than 30 attributes, so without them each instance carries its
@@ -286,9 +314,8 @@ class Agent:
         self._model = model
         self._system_prompt = system_prompt
         self._thinking_level: ModelThinkingLevel = thinking_level
-        self._tools: tuple[AgentTool, ...] = ()
+        self._tools: tuple[AgentTool, ...] = tuple(tools)
         self._provider_tools: tuple[Tool, ...] | None = None
-        self.set_tools(tools)
         self._messages: list[AgentMessage] = list(messages)
         self.convert_to_llm: ConvertToLlm = convert_to_llm or default_convert_to_llm
         self.transform_context = transform_context
@@ -313,7 +340,7 @@ class Agent:
         self.busy_policy: BusyPolicy = busy_policy
         self.record_event = record_event
         self._run: _Run | None = None
-        self._inbox: Mailbox[_StartRun] | None = None
+        self._inbox: Mailbox[_StartRun | StateChange] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
         self._stream_message: StreamingMessage | None = None
@@ -329,14 +356,14 @@ class Agent:
         inbox = self._open_inbox()
         await self._run_task(inbox, task_status)
 
-    def _open_inbox(self) -> Mailbox[_StartRun]:
+    def _open_inbox(self) -> Mailbox[_StartRun | StateChange]:
         # A Mailbox, not a memory channel: the same bound and order, and its one consumer
         # waits on a park made once (a channel's receive allocates a waiting chain per wait).
-        inbox = self._inbox = Mailbox[_StartRun](max_size=AGENT_INBOX)
+        inbox = self._inbox = Mailbox[_StartRun | StateChange](max_size=AGENT_INBOX)
         return inbox
 
     async def _run_task(
-        self, inbox: Mailbox[_StartRun], task_status: trio.TaskStatus[Self]
+        self, inbox: Mailbox[_StartRun | StateChange], task_status: trio.TaskStatus[Self]
     ) -> NoReturn:
         try:
             async with trio.open_nursery() as nursery:
@@ -347,13 +374,13 @@ class Agent:
             self._stop_serving(inbox)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _serve_in_owner_nursery(self, inbox: Mailbox[_StartRun]) -> NoReturn:
+    async def _serve_in_owner_nursery(self, inbox: Mailbox[_StartRun | StateChange]) -> NoReturn:
         try:
             await self._serve(inbox)
         finally:
             self._stop_serving(inbox)
 
-    def _stop_serving(self, inbox: Mailbox[_StartRun]) -> None:
+    def _stop_serving(self, inbox: Mailbox[_StartRun | StateChange]) -> None:
         self._inbox = None
         self._nursery = None
         close_inbox(inbox, UsageError("Agent is closed"))
@@ -387,12 +414,16 @@ class Agent:
         self._follow_up.close()
         self._bus.close()
 
-    async def _serve(self, inbox: Mailbox[_StartRun]) -> NoReturn:
+    async def _serve(self, inbox: Mailbox[_StartRun | StateChange]) -> NoReturn:
         """The agent's own task: execute commands one at a time, in arrival order."""
-        command: _StartRun | None = None
+        command: _StartRun | StateChange | None = None
         while True:
             await inbox.wait_nonempty()  # only run()'s finally closes the inbox
             for command in inbox.drain():  # one at a time: what is left is failed on close
+                if not isinstance(command, _StartRun):
+                    self._apply(command)
+                    command.reply.set(None)
+                    continue
                 if command.abandoned:
                     command.reply.set(None)
                     continue
@@ -499,30 +530,113 @@ class Agent:
     def steering_mode(self) -> MailboxMode:
         return self._steering.mode
 
-    @steering_mode.setter
-    def steering_mode(self, mode: MailboxMode) -> None:
-        self._steering.mode = mode
-
     @property
     def follow_up_mode(self) -> MailboxMode:
         return self._follow_up.mode
 
-    @follow_up_mode.setter
-    def follow_up_mode(self, mode: MailboxMode) -> None:
-        self._follow_up.mode = mode
+    async def set_steering_mode(self, mode: MailboxMode) -> None:
+        """Deliver steering messages one at a time or all together, from the next poll on."""
+        await self._change(SetQueueMode("steering", mode))
 
-    def set_system_prompt(self, prompt: str) -> None:
-        self._system_prompt = prompt
+    async def set_follow_up_mode(self, mode: MailboxMode) -> None:
+        """Deliver follow-up messages one at a time or all together, from the next poll on."""
+        await self._change(SetQueueMode("follow_up", mode))
 
-    def set_model(self, model: Model) -> None:
-        self._model = model
+    async def set_system_prompt(self, prompt: str) -> None:
+        """Use ``prompt`` from the next run on (a run in progress keeps its own)."""
+        await self._change(SetSystemPrompt(prompt))
 
-    def set_thinking_level(self, level: ModelThinkingLevel) -> None:
-        self._thinking_level = level
+    async def set_model(self, model: Model) -> None:
+        """Use ``model`` from the next run on (a run in progress keeps its own)."""
+        await self._change(SetModel(model))
 
-    def set_tools(self, tools: Iterable[AgentTool]) -> None:
-        self._tools = tuple(tools)
-        self._provider_tools = None  # built by the next run (an idle agent holds none)
+    async def set_session_id(self, session_id: str | None) -> None:
+        """Pass ``session_id`` to the provider from the next run on."""
+        await self._change(SetSessionId(session_id))
+
+    async def set_thinking_level(self, level: ModelThinkingLevel) -> None:
+        """Use ``level`` from the next run on (a run in progress keeps its own)."""
+        await self._change(SetThinkingLevel(level))
+
+    async def set_tools(self, tools: Iterable[AgentTool]) -> None:
+        """Offer ``tools`` from the next run on (a run copies the list when it starts)."""
+        await self._change(SetTools(tuple(tools)))
+
+    async def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
+        """Replace the transcript."""
+        await self._change(ReplaceMessages(list(messages)))
+
+    async def append_message(self, message: AgentMessage) -> None:
+        """Append ``message`` to the transcript."""
+        await self._change(AppendMessage(message))
+
+    async def clear_messages(self) -> None:
+        """Empty the transcript."""
+        await self._change(ClearMessages())
+
+    async def reset(self) -> None:
+        """Clear the transcript, runtime state and both queues."""
+        await self._change(Reset())
+
+    async def _change(self, command: StateChange) -> None:
+        """Send a state change to the agent's task and wait until it is applied.
+
+        An agent that no task serves (before :meth:`run` or :meth:`ensure_started`, or after
+        it stopped) has no owner to order the change against: it is applied at once, here.
+        Cancelling the wait does not withdraw a change already sent.
+
+        Raises:
+            UsageError: the agent stopped serving with the change still in its inbox.
+        """
+        inbox = self._inbox
+        if inbox is None:
+            self._apply(command)
+            await checkpoint()
+            return
+        try:
+            try:
+                inbox.put_nowait(command)
+            except MailboxFull:
+                await inbox.put(command)
+        except trio.ClosedResourceError:
+            # The agent stopped serving meanwhile: nobody owns the state any more.
+            self._apply(command)
+            return
+        await command.reply.wait()
+
+    def _apply(self, command: StateChange) -> None:
+        """Apply a state change (in the agent's task, or in the caller's when none serves)."""
+        match command:
+            case SetModel():
+                self._model = command.model
+            case SetSystemPrompt():
+                self._system_prompt = command.prompt
+            case SetSessionId():
+                self.session_id = command.session_id
+            case SetThinkingLevel():
+                self._thinking_level = command.level
+            case SetTools():
+                self._tools = command.tools
+                self._provider_tools = None  # built by the next run (an idle agent holds none)
+            case ReplaceMessages():
+                # In place: a run in progress reads this very list as its transcript.
+                self._messages[:] = command.messages
+            case AppendMessage():
+                self._messages.append(command.message)
+            case ClearMessages():
+                self._messages.clear()
+            case Reset():
+                self._messages.clear()
+                self._stream_message = None
+                self._pending_tool_calls = NO_TOOL_CALLS
+                self._error = None
+                self._steering.clear()
+                self._follow_up.clear()
+            case SetQueueMode():
+                box = self._steering if command.queue == "steering" else self._follow_up
+                box.mode = command.mode
+            case _:  # pragma: no cover
+                assert_never(command)
 
     def _provider_tools_now(self) -> tuple[Tool, ...]:
         # What the provider sees. pi hands the provider its AgentTool objects, so their label
@@ -534,29 +648,12 @@ class Agent:
             )
         return provider_tools
 
-    def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
-        # In place: a run in progress reads this very list as its transcript.
-        self._messages[:] = list(messages)
-
-    def append_message(self, message: AgentMessage) -> None:
-        self._messages.append(message)
-
-    def clear_messages(self) -> None:
-        self._messages.clear()
-
-    def reset(self) -> None:
-        """Clear the transcript, runtime state and both queues."""
-        self._messages.clear()
-        self._stream_message = None
-        self._pending_tool_calls = NO_TOOL_CALLS
-        self._error = None
-        self._steering.clear()
-        self._follow_up.clear()
-
     # ------------------------------------------------------------------ queues
 
     def steer(self, message: AgentMessage) -> None:
         """Queue a message for the next turn; a running tool batch skips its unstarted calls.
+
+        Synchronous and owner-free: a put into the steering mailbox (see the class docstring).
 
         Raises:
             MailboxFull: ``STEERING_BUFFER`` messages are already waiting.
@@ -564,7 +661,7 @@ class Agent:
         self._steering.put_nowait(message)
 
     def follow_up(self, message: AgentMessage) -> None:
-        """Queue a message to run once the agent would otherwise stop.
+        """Queue a message to run once the agent would otherwise stop (a mailbox put).
 
         Raises:
             MailboxFull: ``FOLLOW_UP_BUFFER`` messages are already waiting.
@@ -572,12 +669,15 @@ class Agent:
         self._follow_up.put_nowait(message)
 
     def clear_steering_queue(self) -> None:
+        """Drop the waiting steering messages (a mailbox operation, as :meth:`steer`)."""
         self._steering.clear()
 
     def clear_follow_up_queue(self) -> None:
+        """Drop the waiting follow-up messages (a mailbox operation, as :meth:`follow_up`)."""
         self._follow_up.clear()
 
     def clear_all_queues(self) -> None:
+        """Drop every waiting steering and follow-up message (mailbox operations)."""
         self._steering.clear()
         self._follow_up.clear()
 
@@ -741,7 +841,12 @@ class Agent:
         """Abort the current run, if any: its cancel scope is cancelled, so the LLM call, the
         tools, the hooks and the subscribers it waits on all stop; the run then emits its
         closing events (``aborted`` message, error tool results, ``turn_end``, ``agent_end``)
-        within ``ABORT_EPILOGUE_GRACE``."""
+        within ``ABORT_EPILOGUE_GRACE``.
+
+        Synchronous and owner-free on purpose: it acts at once from any task (not behind the
+        commands queued before it), and cancelling a scope from another task is Trio's
+        designed way to stop work; the run's own task then ends itself. A run whose command
+        is still queued is not aborted (cancel the ``prompt`` call for that)."""
         if self._run is not None:
             self._run.cancel()
 
@@ -853,13 +958,70 @@ class Agent:
 
 
 @asynccontextmanager
-async def open_agent(**options: Any) -> AsyncIterator[Agent]:
-    """Create an :class:`Agent` (keyword arguments as its constructor) and serve it.
+async def open_agent(
+    *,
+    model: Model | None = None,
+    system_prompt: str = "",
+    thinking_level: ModelThinkingLevel = "off",
+    tools: Iterable[AgentTool] = (),
+    messages: Iterable[AgentMessage] = (),
+    convert_to_llm: ConvertToLlm | None = None,
+    transform_context: TransformContext | None = None,
+    get_api_key: GetApiKey | None = None,
+    stream_fn: StreamFn | None = None,
+    session_id: str | None = None,
+    thinking_budgets: ThinkingBudgets | None = None,
+    max_retry_delay_ms: int | None = None,
+    stall_timeout_ms: int | None = None,
+    transport: Any = None,
+    on_payload: Any = None,
+    steering_mode: MailboxMode = "one-at-a-time",
+    follow_up_mode: MailboxMode = "one-at-a-time",
+    tool_execution: ToolExecution = "sequential",
+    steering_skips_tools: bool = True,
+    before_tool_call: BeforeToolCall | None = None,
+    after_tool_call: AfterToolCall | None = None,
+    should_stop_after_turn: ShouldStopAfterTurn | None = None,
+    on_message_end: OnMessageEnd | None = None,
+    prepare_request: PrepareRequest | None = None,
+    registry: ProviderRegistry | None = None,
+    busy_policy: BusyPolicy = "reject",
+    record_event: Callable[[AgentEvent], None] | None = None,
+) -> AsyncIterator[Agent]:
+    """Create an :class:`Agent` (the keyword arguments are its constructor's) and serve it.
 
     Leaving the block aborts a run in progress (it gets ``CLOSE_GRACE`` seconds to emit its
     last events) and stops every task the agent started.
     """
-    agent = Agent(**options)
+    agent = Agent(
+        model=model,
+        system_prompt=system_prompt,
+        thinking_level=thinking_level,
+        tools=tools,
+        messages=messages,
+        convert_to_llm=convert_to_llm,
+        transform_context=transform_context,
+        get_api_key=get_api_key,
+        stream_fn=stream_fn,
+        session_id=session_id,
+        thinking_budgets=thinking_budgets,
+        max_retry_delay_ms=max_retry_delay_ms,
+        stall_timeout_ms=stall_timeout_ms,
+        transport=transport,
+        on_payload=on_payload,
+        steering_mode=steering_mode,
+        follow_up_mode=follow_up_mode,
+        tool_execution=tool_execution,
+        steering_skips_tools=steering_skips_tools,
+        before_tool_call=before_tool_call,
+        after_tool_call=after_tool_call,
+        should_stop_after_turn=should_stop_after_turn,
+        on_message_end=on_message_end,
+        prepare_request=prepare_request,
+        registry=registry,
+        busy_policy=busy_policy,
+        record_event=record_event,
+    )
     async with open_body_nursery() as nursery:
         await nursery.start(agent.run)
         try:

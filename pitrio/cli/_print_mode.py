@@ -45,6 +45,7 @@ from pitrio.sessions import (
     AutoRetryStartEvent,
     BuiltinCommandResult,
 )
+from pitrio.sessions.commands import Abort
 
 PrintMode = Literal["text", "json"]
 
@@ -88,11 +89,11 @@ class _JsonLines:
             self._out.write(line + b"\n")
             self._out.flush()
         except BrokenPipeError:
-            # Nobody reads any more: stop the run (the abort is synchronous; awaiting the
-            # session's abort here would wait for this very callback to return).
+            # Nobody reads any more: stop the run (the Abort command is sent without waiting;
+            # awaiting the session's abort here would wait for this very callback to return).
             self.reader_gone = True
             _discard(self._out)
-            self._session.agent.abort()
+            self._session.send_nowait(Abort())
 
     def on_event(self, event: AgentSessionEvent) -> None:
         self.write(dumps(event))

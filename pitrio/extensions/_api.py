@@ -22,6 +22,7 @@ from pitrio._awaitable import maybe_await
 from pitrio._exceptions import UsageError
 from pitrio.extensions._events import EVENT_NAMES
 from pitrio.providers import ImageContent, Model, TextContent
+from pitrio.sessions.commands import SetLabel
 from pitrio.tools import AgentTool, AgentToolResult, ToolUpdateCallback, text_result
 
 
@@ -46,6 +47,7 @@ class ExtensionRuntime(Protocol):
     def all_tools(self) -> list[ToolInfo]: ...
 
     def set_active_tools(self, names: Sequence[str]) -> None: ...
+    def active_tools(self) -> list[str]: ...
 
     def register_provider(
         self,
@@ -581,7 +583,12 @@ class ExtensionAPI:
         self._runner.spawn(run)
 
     def append_entry(self, custom_type: str, data: Any = None) -> str:
-        """Save extension state as a ``custom`` session entry (the model never sees it)."""
+        """Save extension state as a ``custom`` session entry (the model never sees it).
+
+        Synchronous, and appended here rather than by the session's task, so that the entry's
+        id can be returned: a manager append is atomic (no checkpoint) and hands the line to
+        the session's Persistence actor, as the session's own appends do.
+        """
         manager = self._runner.require_session().session_manager
         entry_id: str = manager.append_custom_entry(custom_type, data)
         return entry_id
@@ -594,8 +601,9 @@ class ExtensionAPI:
         return session.session_name if session is not None else None
 
     def set_label(self, entry_id: str, label: str | None) -> None:
-        """Label (or unlabel) a session entry (a ``label`` entry)."""
-        self._runner.require_session().session_manager.append_label_change(entry_id, label)
+        """Label (or unlabel) a session entry (a ``label`` entry): the session's ``SetLabel``
+        command, sent without waiting (pi's ``setLabel`` is synchronous)."""
+        self._runner.require_session().send_nowait(SetLabel(entry_id=entry_id, label=label))
 
     async def exec(
         self,
@@ -627,10 +635,7 @@ class ExtensionAPI:
 
     def get_active_tools(self) -> list[str]:
         """The names of the tools the model sees (pi's ``getActiveTools``)."""
-        session = self._runner.session
-        if session is None:
-            return []
-        return [tool.name for tool in session.agent.tools]
+        return self._runner.active_tools()
 
     def get_all_tools(self) -> list[ToolInfo]:
         """Every tool :meth:`set_active_tools` can choose from (pi's ``getAllTools``): the

@@ -82,6 +82,7 @@ from pitrio.sessions import (
     UserBashResult,
     open_agent_session,
 )
+from pitrio.sessions.commands import SetTools
 from pitrio.sessions.envelope import (
     ContextEnvelope,
     ContextReason,
@@ -161,6 +162,9 @@ class ExtensionRunner(SessionHooks):
         self._ended_messages: set[int] = set()
         # Every tool set_active_tools may choose from, by name (filled by open_extension_session).
         self._tool_registry: dict[str, tuple[Any, ToolInfo]] = {}
+        # The names set_active_tools last sent (None before): what get_active_tools answers,
+        # also before the session's task has applied the command (pi's setter is synchronous).
+        self._active_tools: list[str] | None = None
         self._reload_resources: ResourceReloader | None = None
 
     # ------------------------------------------------------------------ registry views
@@ -223,7 +227,18 @@ class ExtensionRunner(SessionHooks):
                 log.debug("set_active_tools_unknown", tool=name)
             elif name not in chosen:
                 chosen[name] = found[0]
-        session.agent.set_tools(chosen.values())
+        # A command like any other (in order with the session's commands); synchronous, as
+        # pi's setActiveTools: nobody waits for its answer.
+        session.send_nowait(SetTools(tools=tuple(chosen.values())))
+        self._active_tools = list(chosen)
+
+    def active_tools(self) -> list[str]:
+        """pi's ``getActiveTools``: the names :meth:`set_active_tools` last chose, else the
+        tools of the session's agent."""
+        if self._active_tools is not None:
+            return list(self._active_tools)
+        session = self.session
+        return [tool.name for tool in session.agent.tools] if session is not None else []
 
     def commands(self) -> dict[str, Any]:
         """Registered commands by name (the first extension's wins on a clash)."""

@@ -46,6 +46,7 @@ from pitrio.host._rpc import OUTPUT_BUFFER as OUTPUT_BUFFER
 from pitrio.host._rpc import RpcServer as RpcServer
 from pitrio.host._rpc import RpcServices as RpcServices
 from pitrio.host._rpc_commands import SessionCommands as SessionCommands
+from pitrio.host._rpc_types import RpcRequest as RpcRequest
 from pitrio.host._rpc_types import RpcResponse as RpcResponse
 from pitrio.host._rpc_types import decode_command as decode_command
 from pitrio.host._serve import Host as Host
@@ -66,6 +67,7 @@ __all__ = [
     "LineTooLong",
     "LoadConfig",
     "LoadSessionFactory",
+    "RpcRequest",
     "RpcResponse",
     "RpcServer",
     "RpcServices",

@@ -31,7 +31,7 @@ import trio
 from pitrio._exceptions import PitrioError, UsageError
 from pitrio.host._metrics import HostMetrics
 from pitrio.host._rpc_commands import PathKind, RpcServices, SessionCommands
-from pitrio.host._rpc_types import RpcCommand
+from pitrio.host._rpc_types import RpcRequest
 from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
 
 __all__ = [
@@ -350,7 +350,7 @@ class LiveSession:
     async def close(self) -> None:
         """Abort what runs, stop the session (its file is written) and wait until it is."""
         if self._tasks is not None and not self._close.is_set():
-            self.session.abort_bash()  # user bash runs outside the run: abort stops runs only
+            await self.session.abort_bash()  # user bash runs outside the run: abort stops runs only
             with trio.move_on_after(DRAIN_GRACE):
                 await self.session.abort()
         self._close.set()
@@ -365,7 +365,7 @@ class LiveSession:
                 await self.session.wait_for_idle()
 
     async def start_long(
-        self, command: RpcCommand, respond: Callable[[Any], Any], log_: Any
+        self, command: RpcRequest, respond: Callable[[Any], Any], log_: Any
     ) -> None:
         """Start a long command in the session's nursery; return once it reached the session.
 
@@ -386,7 +386,7 @@ class LiveSession:
 
     async def _run_long(
         self,
-        command: RpcCommand,
+        command: RpcRequest,
         respond: Callable[[Any], Any],
         log_: Any,
         borrower: object,

@@ -211,11 +211,11 @@ class LoadSessionFactory:
             thinking_level="off",
             tools=[self.tool],
             system_prompt=self.system_prompt,
+            # As pi's bench clears agent.sessionId: the faux provider's per-session prompt
+            # cache (a faux-only artifact) must not be counted.
+            provider_session_id=False,
             **options,
         )
-        # As pi's bench clears agent.sessionId: the faux provider's per-session prompt cache
-        # (a faux-only artifact) must not be counted.
-        session.agent.session_id = None
         return session
 
     async def start(

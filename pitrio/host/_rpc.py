@@ -178,31 +178,31 @@ class RpcServer:
                 feed(parsed)
             return
         try:
-            command = rpc.decode_command(parsed)
+            request = rpc.decode_command(parsed)
         except rpc.UnknownCommand as exc:
             await self._respond(rpc.RpcResponse.fail(rpc.MISSING, exc.type, str(exc)))
             return
         except rpc.InvalidCommand as exc:
             await self._respond(rpc.RpcResponse.fail(exc.id, exc.command, str(exc)))
             return
-        if isinstance(command, LONG_COMMANDS):
+        if isinstance(request.command, LONG_COMMANDS):
             # A token of its own borrows the slot: a command is not always hashable (a
             # prompt's images are dicts).
             borrower = object()
             await self._limiter.acquire_on_behalf_of(borrower)
-            await commands.start(self._run_long, command, borrower)
+            await commands.start(self._run_long, request, borrower)
         else:
-            await self._run(command)
+            await self._run(request)
 
     async def _run_long(
-        self, command: rpc.RpcCommand, borrower: object, *, task_status: trio.TaskStatus[None]
+        self, request: rpc.RpcRequest, borrower: object, *, task_status: trio.TaskStatus[None]
     ) -> None:
         try:
-            await self._run(command, task_status)
+            await self._run(request, task_status)
         finally:
             self._limiter.release_on_behalf_of(borrower)
 
     async def _run(
-        self, command: rpc.RpcCommand, task_status: trio.TaskStatus[None] | None = None
+        self, request: rpc.RpcRequest, task_status: trio.TaskStatus[None] | None = None
     ) -> None:
-        await self._commands.run(command, self._respond, task_status)
+        await self._commands.run(request, self._respond, task_status)

@@ -9,8 +9,8 @@ pi's shapes; how commands are read, ordered and answered on the wire is the call
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import attrs
 import structlog
@@ -21,12 +21,12 @@ from pitrio.codec import to_wire
 from pitrio.host import _rpc_types as rpc
 from pitrio.providers import (
     AssistantMessage,
-    ImageContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from pitrio.sessions import AgentSession, SessionMessageEntry
+from pitrio.sessions import AgentSession, ForkResult, ModelCycleResult, SessionMessageEntry
+from pitrio.sessions import commands as cmd
 from pitrio.sessions.envelope import context_answer
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "STREAMING_NEEDS_BEHAVIOR",
     "RpcServices",
     "SessionCommands",
-    "command_name",
     "fork_messages",
     "last_assistant_text",
     "session_stats",
@@ -76,21 +75,75 @@ class RpcServices:
 
 
 LONG_COMMANDS: Final = (
-    rpc.Prompt,
-    rpc.Abort,
-    rpc.Compact,
-    rpc.NewSession,
-    rpc.SwitchSession,
-    rpc.Fork,
+    cmd.Prompt,
+    cmd.Abort,
+    cmd.Compact,
+    cmd.NewSession,
+    cmd.SwitchSession,
+    cmd.Fork,
     rpc.Clone,
-    rpc.Bash,
+    cmd.Bash,
     rpc.ExportHtml,
 )
 """Commands that may take long (a run, a compaction, a move): callers run each in a task."""
 
 
+def _none(answer: Any) -> Any:
+    return rpc.MISSING
+
+
+def _cancelled(done: bool) -> dict[str, Any]:
+    return {"cancelled": not done}
+
+
+def _cycled(cycled: ModelCycleResult | None) -> Any:
+    if cycled is None:
+        return None
+    return {
+        "model": to_wire(cycled.model),
+        "thinkingLevel": cycled.thinking_level,
+        "isScoped": cycled.is_scoped,
+    }
+
+
+def _forked(forked: ForkResult) -> dict[str, Any]:
+    answer: dict[str, Any] = {"cancelled": forked.cancelled}
+    if forked.selected_text is not None:
+        answer = {"text": forked.selected_text, **answer}
+    return answer
+
+
+_ANSWERS: Final[dict[type[Any], Callable[[Any], Any]]] = {
+    cmd.Steer: _none,
+    cmd.FollowUp: _none,
+    cmd.Abort: _none,
+    cmd.NewSession: _cancelled,
+    cmd.SetModel: to_wire,
+    cmd.CycleModel: _cycled,
+    cmd.SetThinkingLevel: _none,
+    cmd.CycleThinkingLevel: lambda level: None if level is None else {"level": level},
+    cmd.SetSteeringMode: _none,
+    cmd.SetFollowUpMode: _none,
+    cmd.Compact: to_wire,
+    cmd.SetAutoCompaction: _none,
+    cmd.SetAutoRetry: _none,
+    cmd.AbortRetry: _none,
+    cmd.Bash: to_wire,
+    cmd.AbortBash: _none,
+    cmd.SwitchSession: _cancelled,
+    cmd.Fork: _forked,
+    cmd.SetSessionName: _none,
+}
+"""A session command's answer -> the response's ``data`` in pi's shape (``MISSING``: none)."""
+
+
 class SessionCommands:
     """Execute pi's RPC commands on one session.
+
+    A command that is the session's own (:mod:`pitrio.sessions.commands`) is sent as decoded
+    with :meth:`AgentSession.execute <pitrio.sessions.AgentSession.execute>` (after the
+    checks RPC adds: a client's paths, a session name's emptiness), and its answer shaped by
+    :data:`_ANSWERS`; RPC's own queries are answered here.
 
     Args:
         session: the session, already running.
@@ -111,23 +164,22 @@ class SessionCommands:
 
     async def run(
         self,
-        command: rpc.RpcCommand,
+        request: rpc.RpcRequest,
         respond: Callable[[rpc.RpcResponse], Awaitable[None]],
         task_status: trio.TaskStatus[None] | None = None,
     ) -> None:
-        """Execute ``command`` and hand its response to ``respond`` (errors too).
+        """Execute ``request``'s command and hand its response to ``respond`` (errors too).
 
         ``prompt`` is answered from ``on_accepted``, before its run's events; the call returns
         when the run is over. ``task_status.started()`` is called once the command has reached
         the session (or failed before), so a caller can start the next command in order.
         """
-        name = command_name(command)
         started = _Once(task_status.started if task_status is not None else _nothing)
         try:
-            response = await self._execute(command, started, respond)
+            response = await self._execute(request, started, respond)
         except Exception as exc:
             error = unwrap_group(exc)
-            response = rpc.RpcResponse.fail(command.id, name, _message(error))
+            response = rpc.RpcResponse.fail(request.id, request.name, _message(error))
         finally:
             started()  # a command that failed before reaching the session
         if response is not None:
@@ -135,93 +187,46 @@ class SessionCommands:
 
     async def _execute(
         self,
-        command: rpc.RpcCommand,
+        request: rpc.RpcRequest,
         started: Callable[[], None],
         respond: Callable[[rpc.RpcResponse], Awaitable[None]],
     ) -> rpc.RpcResponse | None:
+        command = request.command
+        shape = _ANSWERS.get(type(command))
+        if shape is None:
+            if type(command) is cmd.Prompt:
+                return await self._prompt(request, command, started, respond)
+            return await self._query(request, started)
+        match command:  # what RPC checks before the session sees the command
+            case cmd.NewSession():
+                command.parent_session = await self._path(command.parent_session, "session")
+            case cmd.SwitchSession():
+                path = await self._path(command.session_path, "session")
+                assert path is not None
+                command.session_path = path
+            case cmd.SetSessionName():
+                command.name = command.name.strip()
+                if not command.name:
+                    return rpc.RpcResponse.fail(
+                        request.id, request.name, "Session name cannot be empty"
+                    )
+        if isinstance(command, LONG_COMMANDS):
+            started()
+        # A command with an answer shape is one of the session's (not an RPC query).
+        data = shape(await self.session.execute(cast("cmd.SessionCommand", command)))
+        return rpc.RpcResponse.ok(request.id, request.name, data)
+
+    async def _query(
+        self, request: rpc.RpcRequest, started: Callable[[], None]
+    ) -> rpc.RpcResponse | None:
         session = self.session
-        id_ = command.id
-        ok = functools.partial(rpc.RpcResponse.ok, id_)
+        command = request.command
+        ok = functools.partial(rpc.RpcResponse.ok, request.id)
         match command:
-            case rpc.Prompt():
-                return await self._prompt(command, started, respond)
-            case rpc.Steer():
-                await session.steer(command.message, _images(command.images))
-                return ok("steer")
-            case rpc.FollowUp():
-                await session.follow_up(command.message, _images(command.images))
-                return ok("follow_up")
-            case rpc.Abort():
-                started()
-                await session.abort()
-                return ok("abort")
-            case rpc.NewSession():
-                started()
-                parent = await self._path(command.parent_session, "session")
-                done = await session.new_session(parent_session=parent)
-                return ok("new_session", {"cancelled": not done})
             case rpc.GetState():
                 return ok("get_state", self.state())
-            case rpc.SetModel():
-                model = next(
-                    (
-                        m
-                        for m in session.available_models
-                        if m.provider == command.provider and m.id == command.model_id
-                    ),
-                    None,
-                )
-                if model is None:
-                    return rpc.RpcResponse.fail(
-                        id_, "set_model", f"Model not found: {command.provider}/{command.model_id}"
-                    )
-                await session.set_model(model)
-                return ok("set_model", to_wire(model))
-            case rpc.CycleModel():
-                cycled = await session.cycle_model()
-                if cycled is None:
-                    return ok("cycle_model", None)
-                data = {
-                    "model": to_wire(cycled.model),
-                    "thinkingLevel": cycled.thinking_level,
-                    "isScoped": cycled.is_scoped,
-                }
-                return ok("cycle_model", data)
             case rpc.GetAvailableModels():
                 return ok("get_available_models", {"models": to_wire(session.available_models)})
-            case rpc.SetThinkingLevel():
-                await session.set_thinking_level(command.level)  # type: ignore[arg-type]
-                return ok("set_thinking_level")
-            case rpc.CycleThinkingLevel():
-                level = await session.cycle_thinking_level()
-                return ok("cycle_thinking_level", None if level is None else {"level": level})
-            case rpc.SetSteeringMode():
-                session.set_steering_mode(command.mode)  # type: ignore[arg-type]
-                return ok("set_steering_mode")
-            case rpc.SetFollowUpMode():
-                session.set_follow_up_mode(command.mode)  # type: ignore[arg-type]
-                return ok("set_follow_up_mode")
-            case rpc.Compact():
-                started()
-                result = await session.compact(command.custom_instructions)
-                return ok("compact", to_wire(result))
-            case rpc.SetAutoCompaction():
-                session.set_auto_compaction_enabled(command.enabled)
-                return ok("set_auto_compaction")
-            case rpc.SetAutoRetry():
-                session.set_auto_retry_enabled(command.enabled)
-                return ok("set_auto_retry")
-            case rpc.AbortRetry():
-                session.abort_retry()
-                return ok("abort_retry")
-            case rpc.Bash():
-                return await self._bash(command, started)
-            case rpc.AbortBash():
-                abort_bash = getattr(session, "abort_bash", None)
-                if abort_bash is None:
-                    return rpc.RpcResponse.fail(id_, "abort_bash", BASH_UNAVAILABLE)
-                abort_bash()
-                return ok("abort_bash")
             case rpc.GetSessionStats():
                 return ok("get_session_stats", session_stats(session))
             case rpc.ExportHtml():
@@ -231,27 +236,14 @@ class SessionCommands:
                     raise UsageError("Export to HTML is not available")
                 output = await self._path(command.output_path, "output")
                 return ok("export_html", {"path": await export(session, output)})
-            case rpc.SwitchSession():
-                started()
-                path = await self._path(command.session_path, "session")
-                assert path is not None
-                done = await session.switch_session(path)
-                return ok("switch_session", {"cancelled": not done})
-            case rpc.Fork():
-                started()
-                forked = await session.fork(command.entry_id)
-                answer: dict[str, Any] = {"cancelled": forked.cancelled}
-                if forked.selected_text is not None:
-                    answer = {"text": forked.selected_text, **answer}
-                return ok("fork", answer)
             case rpc.Clone():
                 leaf = session.session_manager.get_leaf_id()
                 if leaf is None:
                     return rpc.RpcResponse.fail(
-                        id_, "clone", "Cannot clone session: no current entry selected"
+                        request.id, "clone", "Cannot clone session: no current entry selected"
                     )
                 started()
-                cloned = await session.fork(leaf, position="at")
+                cloned = await session.execute(cmd.Fork(entry_id=leaf, position="at"))
                 return ok("clone", {"cancelled": cloned.cancelled})
             case rpc.GetForkMessages():
                 return ok("get_fork_messages", {"messages": fork_messages(session)})
@@ -259,14 +251,6 @@ class SessionCommands:
                 last = last_assistant_text(session)
                 # pi's text is undefined when there is none: `"data":{}`, not null.
                 return ok("get_last_assistant_text", {} if last is None else {"text": last})
-            case rpc.SetSessionName():
-                name = command.name.strip()
-                if not name:
-                    return rpc.RpcResponse.fail(
-                        id_, "set_session_name", "Session name cannot be empty"
-                    )
-                await session.set_session_name(name)
-                return ok("set_session_name")
             case rpc.GetMessages():
                 return ok("get_messages", {"messages": to_wire(list(session.messages))})
             case rpc.GetCommands():
@@ -283,7 +267,8 @@ class SessionCommands:
 
     async def _prompt(
         self,
-        command: rpc.Prompt,
+        request: rpc.RpcRequest,
+        command: cmd.Prompt,
         started: Callable[[], None],
         respond: Callable[[rpc.RpcResponse], Awaitable[None]],
     ) -> rpc.RpcResponse | None:
@@ -292,23 +277,14 @@ class SessionCommands:
         async def accepted() -> None:
             nonlocal answered
             answered = True
-            await respond(rpc.RpcResponse.ok(command.id, "prompt"))
+            await respond(rpc.RpcResponse.ok(request.id, "prompt"))
 
-        behavior = command.streaming_behavior
-        policy = None
-        if behavior:  # pi: any truthy value other than "followUp" steers
-            policy = "follow_up" if behavior == "followUp" else "steer"
+        command.on_accepted = accepted
         started()
         try:
             # The raw text: the session runs extension commands, the input hook, built-in
             # commands and the template expansion in seed 004's order.
-            answered_by = await self.session.prompt(
-                command.message,
-                images=_images(command.images),
-                streaming_behavior=policy,  # type: ignore[arg-type]
-                source="rpc",
-                on_accepted=accepted,
-            )
+            answered_by = await self.session.execute(command)
         except Exception as exc:
             if answered:
                 # Failures after acceptance reach the client as events, never as a second
@@ -319,17 +295,8 @@ class SessionCommands:
         if answered_by is not None:
             # A built-in command (/context): answered like a handled extension command (a
             # success response, no run) with its output as the response's data.
-            return rpc.RpcResponse.ok(command.id, "prompt", answered_by.output)
-        return None if answered else rpc.RpcResponse.ok(command.id, "prompt")
-
-    async def _bash(self, command: rpc.Bash, started: Callable[[], None]) -> rpc.RpcResponse:
-        execute = getattr(self.session, "execute_bash", None)
-        if execute is None:
-            return rpc.RpcResponse.fail(command.id, "bash", BASH_UNAVAILABLE)
-        started()
-        # pi's RPC bash passes no excludeFromContext, so the message is written without it.
-        result = await execute(command.command, exclude_from_context=None)
-        return rpc.RpcResponse.ok(command.id, "bash", to_wire(result))
+            return rpc.RpcResponse.ok(request.id, "prompt", answered_by.output)
+        return None if answered else rpc.RpcResponse.ok(request.id, "prompt")
 
     def state(self) -> dict[str, Any]:
         session = self.session
@@ -377,25 +344,11 @@ class _Once:
             fn()
 
 
-def command_name(command: rpc.RpcCommand) -> str:
-    """pi's ``type`` of a decoded command."""
-    for name, cls in rpc.RPC_COMMAND_TYPES.items():
-        if type(command) is cls:
-            return name
-    raise AssertionError(command)  # pragma: no cover
-
-
 def _message(error: BaseException) -> str:
     message = str(error)
     if isinstance(error, UsageError) and message.startswith("Agent is already processing."):
         return STREAMING_NEEDS_BEHAVIOR
     return message
-
-
-def _images(images: Sequence[dict[str, Any]] | None) -> list[ImageContent] | None:
-    if not images:
-        return None
-    return [ImageContent(data=image["data"], mime_type=image["mimeType"]) for image in images]
 
 
 def _text_of(content: Any) -> str:

@@ -1,10 +1,17 @@
-"""pi 0.73.1's RPC commands and responses (``modes/rpc/rpc-types.d.ts``) as attrs types.
+"""pi 0.73.1's RPC commands and responses (``modes/rpc/rpc-types.d.ts``): the decoder and what
+is RPC's own.
 
-A command is read from one JSON record: :func:`decode_command` checks its fields and returns
-one of the command classes below (named after pi's ``type``), each carrying the optional
-``id`` exactly as the client sent it (any JSON value; pi echoes it unchanged). A response is an
-:class:`RpcResponse`; :meth:`RpcResponse.encode` writes pi's key order (``id``, ``type``,
-``command``, ``success``, ``data`` or ``error``) and leaves out what pi leaves ``undefined``.
+A command is read from one JSON record: :func:`decode_command` checks its fields and decodes it
+with one cattrs converter (:data:`RPC_CONVERTER`: the JSON keys are the fields' names in
+camelCase, ``type`` picks the class) into an :class:`RpcRequest`: pi's ``type``, the optional
+``id`` exactly as the client sent it (any JSON value; pi echoes it unchanged), and the command.
+A command that changes the session is one of the session's own command types
+(:mod:`pitrio.sessions.commands`: the very classes the :class:`~pitrio.sessions.AgentSession`
+facade sends), so RPC, the websocket host, extensions and the Python API speak one vocabulary;
+only the read-only queries (``get_state``, ``get_messages`` ...), which the session answers
+from its properties, are RPC's own classes here. A response is an :class:`RpcResponse`;
+:meth:`RpcResponse.encode` writes pi's key order (``id``, ``type``, ``command``, ``success``,
+``data`` or ``error``) and leaves out what pi leaves ``undefined``.
 
 pi does not check a command's fields (a prompt without ``message`` fails deep inside with a
 ``TypeError``); pitrio refuses such a command with an error response naming the field
@@ -16,25 +23,21 @@ from __future__ import annotations
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
+import cattrs
 import orjson
+from cattrs.gen import make_dict_structure_fn, override
 
 from pitrio._exceptions import PitrioError
 from pitrio.host._jsonl import js_json, js_string
+from pitrio.providers import ImageContent
+from pitrio.sessions import commands as cmd
 
 __all__ = [
     "MISSING",
     "RPC_COMMAND_TYPES",
-    "Abort",
-    "AbortBash",
-    "AbortRetry",
-    "Bash",
+    "RPC_CONVERTER",
     "Clone",
-    "Compact",
-    "CycleModel",
-    "CycleThinkingLevel",
     "ExportHtml",
-    "FollowUp",
-    "Fork",
     "GetAvailableModels",
     "GetCommands",
     "GetContext",
@@ -44,19 +47,10 @@ __all__ = [
     "GetSessionStats",
     "GetState",
     "InvalidCommand",
-    "NewSession",
-    "Prompt",
     "RpcCommand",
+    "RpcQuery",
+    "RpcRequest",
     "RpcResponse",
-    "SetAutoCompaction",
-    "SetAutoRetry",
-    "SetFollowUpMode",
-    "SetModel",
-    "SetSessionName",
-    "SetSteeringMode",
-    "SetThinkingLevel",
-    "Steer",
-    "SwitchSession",
     "UnknownCommand",
     "decode_command",
 ]
@@ -157,317 +151,221 @@ class RpcResponse:
         return head.encode() + b',"success":true,"data":' + orjson.dumps(self.data) + b"}"
 
 
-# --------------------------------------------------------------------------- commands
-
-_Kind = Literal["str", "bool", "images", "level", "mode", "any"]
-
-
-def _field(wire: str, kind: _Kind, *, required: bool = True) -> Any:
-    if required:
-        return attrs.field(metadata={"wire": wire, "kind": kind})
-    return attrs.field(default=None, metadata={"wire": wire, "kind": kind})
-
-
-@attrs.frozen
-class Prompt:
-    """``prompt``: run a user message, or queue it with ``streamingBehavior``."""
-
-    message: str = _field("message", "str")
-    images: tuple[dict[str, Any], ...] | None = _field("images", "images", required=False)
-    streaming_behavior: str | None = _field("streamingBehavior", "any", required=False)
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class Steer:
-    """``steer``."""
-
-    message: str = _field("message", "str")
-    images: tuple[dict[str, Any], ...] | None = _field("images", "images", required=False)
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class FollowUp:
-    """``follow_up``."""
-
-    message: str = _field("message", "str")
-    images: tuple[dict[str, Any], ...] | None = _field("images", "images", required=False)
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class Abort:
-    """``abort``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class NewSession:
-    """``new_session``."""
-
-    parent_session: str | None = _field("parentSession", "str", required=False)
-    id: Any = attrs.field(default=MISSING, kw_only=True)
+# --------------------------------------------------------------------------- queries
+# pi's commands that only read the session (or, export_html and clone, act through the
+# host's services and the session's fork): RPC's own. Every other command is the session's.
 
 
 @attrs.frozen
 class GetState:
     """``get_state``."""
 
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SetModel:
-    """``set_model``."""
-
-    provider: str = _field("provider", "str")
-    model_id: str = _field("modelId", "str")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class CycleModel:
-    """``cycle_model``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
 
 @attrs.frozen
 class GetAvailableModels:
     """``get_available_models``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SetThinkingLevel:
-    """``set_thinking_level``."""
-
-    level: str = _field("level", "level")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class CycleThinkingLevel:
-    """``cycle_thinking_level``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SetSteeringMode:
-    """``set_steering_mode``."""
-
-    mode: str = _field("mode", "mode")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SetFollowUpMode:
-    """``set_follow_up_mode``."""
-
-    mode: str = _field("mode", "mode")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class Compact:
-    """``compact``."""
-
-    custom_instructions: str | None = _field("customInstructions", "str", required=False)
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SetAutoCompaction:
-    """``set_auto_compaction``."""
-
-    enabled: bool = _field("enabled", "bool")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SetAutoRetry:
-    """``set_auto_retry``."""
-
-    enabled: bool = _field("enabled", "bool")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class AbortRetry:
-    """``abort_retry``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class Bash:
-    """``bash``: run a command for the conversation's context (user bash)."""
-
-    command: str = _field("command", "str")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class AbortBash:
-    """``abort_bash``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
 
 
 @attrs.frozen
 class GetSessionStats:
     """``get_session_stats``."""
 
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
 
 @attrs.frozen
 class ExportHtml:
     """``export_html``."""
 
-    output_path: str | None = _field("outputPath", "str", required=False)
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SwitchSession:
-    """``switch_session``."""
-
-    session_path: str = _field("sessionPath", "str")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class Fork:
-    """``fork``."""
-
-    entry_id: str = _field("entryId", "str")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
+    output_path: str | None = None
 
 
 @attrs.frozen
 class Clone:
-    """``clone``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
+    """``clone``: a ``Fork`` at the current leaf (``position="at"``)."""
 
 
 @attrs.frozen
 class GetForkMessages:
     """``get_fork_messages``."""
 
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
 
 @attrs.frozen
 class GetLastAssistantText:
     """``get_last_assistant_text``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
-
-@attrs.frozen
-class SetSessionName:
-    """``set_session_name``."""
-
-    name: str = _field("name", "str")
-    id: Any = attrs.field(default=MISSING, kw_only=True)
 
 
 @attrs.frozen
 class GetMessages:
     """``get_messages``."""
 
-    id: Any = attrs.field(default=MISSING, kw_only=True)
-
 
 @attrs.frozen
 class GetCommands:
     """``get_commands``."""
-
-    id: Any = attrs.field(default=MISSING, kw_only=True)
 
 
 @attrs.frozen
 class GetContext:
     """``get_context``: the ``/context`` view (pitrio's addition to pi's protocol)."""
 
-    full: bool | None = _field("full", "bool", required=False)
-    ephemeral: bool | None = _field("ephemeral", "bool", required=False)
-    id: Any = attrs.field(default=MISSING, kw_only=True)
+    full: bool | None = None
+    ephemeral: bool | None = None
 
 
-RpcCommand: TypeAlias = (
-    Prompt
-    | Steer
-    | FollowUp
-    | Abort
-    | NewSession
-    | GetState
-    | SetModel
-    | CycleModel
+RpcQuery: TypeAlias = (
+    GetState
     | GetAvailableModels
-    | SetThinkingLevel
-    | CycleThinkingLevel
-    | SetSteeringMode
-    | SetFollowUpMode
-    | Compact
-    | SetAutoCompaction
-    | SetAutoRetry
-    | AbortRetry
-    | Bash
-    | AbortBash
     | GetSessionStats
     | ExportHtml
-    | SwitchSession
-    | Fork
     | Clone
     | GetForkMessages
     | GetLastAssistantText
-    | SetSessionName
     | GetMessages
     | GetCommands
     | GetContext
 )
+"""The commands RPC answers itself (reads of the session, export, clone)."""
+
+RpcCommand: TypeAlias = (
+    cmd.Prompt
+    | cmd.Steer
+    | cmd.FollowUp
+    | cmd.Abort
+    | cmd.NewSession
+    | cmd.SetModel
+    | cmd.CycleModel
+    | cmd.SetThinkingLevel
+    | cmd.CycleThinkingLevel
+    | cmd.SetSteeringMode
+    | cmd.SetFollowUpMode
+    | cmd.Compact
+    | cmd.SetAutoCompaction
+    | cmd.SetAutoRetry
+    | cmd.AbortRetry
+    | cmd.Bash
+    | cmd.AbortBash
+    | cmd.SwitchSession
+    | cmd.Fork
+    | cmd.SetSessionName
+    | RpcQuery
+)
 """Every command of pi 0.73.1's RPC mode, and pitrio's ``get_context``."""
 
 RPC_COMMAND_TYPES: Final[dict[str, type[Any]]] = {
-    "prompt": Prompt,
-    "steer": Steer,
-    "follow_up": FollowUp,
-    "abort": Abort,
-    "new_session": NewSession,
+    "prompt": cmd.Prompt,
+    "steer": cmd.Steer,
+    "follow_up": cmd.FollowUp,
+    "abort": cmd.Abort,
+    "new_session": cmd.NewSession,
     "get_state": GetState,
-    "set_model": SetModel,
-    "cycle_model": CycleModel,
+    "set_model": cmd.SetModel,
+    "cycle_model": cmd.CycleModel,
     "get_available_models": GetAvailableModels,
-    "set_thinking_level": SetThinkingLevel,
-    "cycle_thinking_level": CycleThinkingLevel,
-    "set_steering_mode": SetSteeringMode,
-    "set_follow_up_mode": SetFollowUpMode,
-    "compact": Compact,
-    "set_auto_compaction": SetAutoCompaction,
-    "set_auto_retry": SetAutoRetry,
-    "abort_retry": AbortRetry,
-    "bash": Bash,
-    "abort_bash": AbortBash,
+    "set_thinking_level": cmd.SetThinkingLevel,
+    "cycle_thinking_level": cmd.CycleThinkingLevel,
+    "set_steering_mode": cmd.SetSteeringMode,
+    "set_follow_up_mode": cmd.SetFollowUpMode,
+    "compact": cmd.Compact,
+    "set_auto_compaction": cmd.SetAutoCompaction,
+    "set_auto_retry": cmd.SetAutoRetry,
+    "abort_retry": cmd.AbortRetry,
+    "bash": cmd.Bash,
+    "abort_bash": cmd.AbortBash,
     "get_session_stats": GetSessionStats,
     "export_html": ExportHtml,
-    "switch_session": SwitchSession,
-    "fork": Fork,
+    "switch_session": cmd.SwitchSession,
+    "fork": cmd.Fork,
     "clone": Clone,
     "get_fork_messages": GetForkMessages,
     "get_last_assistant_text": GetLastAssistantText,
-    "set_session_name": SetSessionName,
+    "set_session_name": cmd.SetSessionName,
     "get_messages": GetMessages,
     "get_commands": GetCommands,
     "get_context": GetContext,
 }
 """pi's command ``type`` -> its class (the order of ``rpc-types.d.ts``)."""
+
+_Kind = Literal["str", "bool", "images", "level", "mode", "any"]
+
+_WIRE_FIELDS: Final[dict[type[Any], dict[str, tuple[_Kind, bool]]]] = {
+    cmd.Prompt: {
+        "message": ("str", True),
+        "images": ("images", False),
+        "streaming_behavior": ("any", False),
+    },
+    cmd.Steer: {"message": ("str", True), "images": ("images", False)},
+    cmd.FollowUp: {"message": ("str", True), "images": ("images", False)},
+    cmd.NewSession: {"parent_session": ("str", False)},
+    cmd.SetModel: {"provider": ("str", True), "model_id": ("str", True)},
+    cmd.SetThinkingLevel: {"level": ("level", True)},
+    cmd.SetSteeringMode: {"mode": ("mode", True)},
+    cmd.SetFollowUpMode: {"mode": ("mode", True)},
+    cmd.Compact: {"custom_instructions": ("str", False)},
+    cmd.SetAutoCompaction: {"enabled": ("bool", True)},
+    cmd.SetAutoRetry: {"enabled": ("bool", True)},
+    cmd.Bash: {"command": ("str", True)},
+    ExportHtml: {"output_path": ("str", False)},
+    cmd.SwitchSession: {"session_path": ("str", True)},
+    cmd.Fork: {"entry_id": ("str", True)},
+    cmd.SetSessionName: {"name": ("str", True)},
+    GetContext: {"full": ("bool", False), "ephemeral": ("bool", False)},
+}
+"""What each command reads from its record: field -> (kind checked, required). The JSON key
+is the field's name in camelCase; a command's other fields (its reply, the facade's options)
+keep their defaults. ``prompt`` comes with ``source="rpc"`` (the input hook's source)."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _images(value: Any, _: Any) -> tuple[ImageContent, ...] | None:
+    if not value:
+        return None
+    return tuple(ImageContent(data=image["data"], mime_type=image["mimeType"]) for image in value)
+
+
+def _streaming_behavior(value: Any, _: Any) -> cmd.StreamingBehavior | None:
+    # pi: any truthy value other than "followUp" steers.
+    if not value:
+        return None
+    return "follow_up" if value == "followUp" else "steer"
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = cattrs.Converter()
+    hooks = {"images": _images, "streaming_behavior": _streaming_behavior}
+    for cls in RPC_COMMAND_TYPES.values():
+        wire = _WIRE_FIELDS.get(cls, {})
+        overrides = {
+            field.name: (
+                override(rename=_camel(field.name), struct_hook=hooks.get(field.name))
+                if field.name in wire
+                else override(omit=True)
+            )
+            for field in attrs.fields(cls)
+        }
+        converter.register_structure_hook(
+            cls,
+            make_dict_structure_fn(cls, converter, **overrides),  # type: ignore[arg-type]
+        )
+    return converter
+
+
+RPC_CONVERTER: Final = _make_converter()
+"""The one converter from pi's JSON commands to their classes (see :data:`_WIRE_FIELDS`)."""
+
+
+@attrs.frozen
+class RpcRequest:
+    """One decoded command record."""
+
+    name: str
+    """pi's ``type``."""
+    command: RpcCommand
+    id: Any = MISSING
+    """The client's ``id``, as sent (``MISSING`` when none), echoed in the response."""
+
 
 _EXPECTED: Final[dict[str, str]] = {
     "str": "a string",
@@ -497,7 +395,7 @@ def _valid(kind: str, value: Any) -> bool:
     return True
 
 
-def decode_command(record: Any) -> RpcCommand:
+def decode_command(record: Any) -> RpcRequest:
     """The command a parsed record holds.
 
     Raises:
@@ -513,17 +411,15 @@ def decode_command(record: Any) -> RpcCommand:
         raise UnknownCommand(type_)
     id_ = record.get("id", MISSING)
     values: dict[str, Any] = {}
-    for field in attrs.fields(cls):
-        wire = field.metadata.get("wire")
-        if wire is None:
-            continue
-        kind = field.metadata["kind"]
-        value = record.get(wire)
-        required = field.default is attrs.NOTHING
+    for name, (kind, required) in _WIRE_FIELDS.get(cls, {}).items():
+        key = _camel(name)
+        value = record.get(key)
         if value is None and not required:
             continue
         if not _valid(kind, value):
-            raise InvalidCommand(type_, id_, wire, _EXPECTED.get(kind, "valid"))
-        values[field.name] = tuple(value) if isinstance(value, list) else value
-    command: RpcCommand = cls(**values, id=id_)
-    return command
+            raise InvalidCommand(type_, id_, key, _EXPECTED.get(kind, "valid"))
+        values[key] = value
+    command: RpcCommand = RPC_CONVERTER.structure(values, cls)
+    if type(command) is cmd.Prompt:
+        command.source = "rpc"
+    return RpcRequest(type_, command, id_)

@@ -33,9 +33,10 @@ from pitrio.codec import to_wire
 from pitrio.host import _rpc_types as rpc
 from pitrio.host._host import CommandRefused, HostApi, LiveSession
 from pitrio.host._jsonl import JsonParseError, js_json, parse_json_line
-from pitrio.host._rpc_commands import LONG_COMMANDS, command_name
+from pitrio.host._rpc_commands import LONG_COMMANDS
 from pitrio.host._rpc_types import MISSING, RpcResponse
 from pitrio.sessions import SessionSnapshot
+from pitrio.sessions import commands as cmd
 
 __all__ = ["CLOSE_GOING_AWAY", "CLOSE_LAGGED", "HOST_COMMANDS", "Client", "TokenBucket"]
 
@@ -92,8 +93,8 @@ class _Attachment:
 def _opens_a_file(command: rpc.RpcCommand) -> bool:
     """Whether the command names a session file to open (``switch_session``, or
     ``new_session`` with a ``parentSession``)."""
-    return isinstance(command, rpc.SwitchSession) or (
-        isinstance(command, rpc.NewSession) and command.parent_session is not None
+    return isinstance(command, cmd.SwitchSession) or (
+        isinstance(command, cmd.NewSession) and command.parent_session is not None
     )
 
 
@@ -381,7 +382,7 @@ class Client:
 
     async def _session_command(self, parsed: Any, id_: Any, session_id: str | None) -> None:
         try:
-            command = rpc.decode_command(parsed)
+            request = rpc.decode_command(parsed)
         except rpc.UnknownCommand as exc:
             # Unlike RPC mode (pi answers without it), the id is echoed: clients match by id.
             await self._error(id_, exc.type, None, str(exc), session_id, metric="unknown")
@@ -389,7 +390,7 @@ class Client:
         except rpc.InvalidCommand as exc:
             await self._error(exc.id, exc.command, None, str(exc), session_id)
             return
-        name = command_name(command)
+        name, command = request.name, request.command
         if session_id is None:
             raise CommandRefused("no_session", f'Command {name} needs a "session" field')
         live = self.host.live_session(self.token, session_id)
@@ -406,10 +407,10 @@ class Client:
         bound = self.log.bind(session=session_id, command=name)
         if isinstance(command, LONG_COMMANDS):
             await live.start_long(
-                command, functools.partial(self._respond_nowait, session_id), bound
+                request, functools.partial(self._respond_nowait, session_id), bound
             )
         else:
-            await live.commands.run(command, functools.partial(self._respond, session_id))
+            await live.commands.run(request, functools.partial(self._respond, session_id))
 
     async def _respond(self, session_id: str, response: RpcResponse) -> None:
         await self.send(_splice(session_id, response))

@@ -25,23 +25,26 @@ The session wraps a :class:`~pitrio.actors.Agent` and adds, as pi-coding-agent's
   cursor could exist (the first :meth:`~AgentSession.events` or read of ``seq``): a session
   heard only by callbacks keeps no event alive per token.
 
-This class is the facade: each method sends a command (:mod:`._session_commands`) to the
-session's actor (:class:`~pitrio.sessions._session_actor.SessionActor`, which owns the state)
-and waits for its reply. ``await session.prompt(...)`` returns when the run, its retries and
-the compaction after it are over; cancelling that await aborts the run. A method called from
-inside a listener is queued like any other call.
+This class is the facade: each method that changes state sends a command
+(:mod:`pitrio.sessions.commands`, the same types RPC mode decodes pi's JSON commands into) to
+the session's actor (:class:`~pitrio.sessions._session_actor.SessionActor`, which owns the
+state) and waits for its reply; :meth:`AgentSession.execute` sends a command built elsewhere.
+``await session.prompt(...)`` returns when the run, its retries and the compaction after it
+are over; cancelling that await aborts the run. A method called from inside a listener is
+queued like any other call.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from re import Pattern
 from typing import Any, Final, Literal, NoReturn, Self
 
 import attrs
 import trio
 
-from pitrio.actors import Agent, AgentMessage
+from pitrio.actors import AgentMessage, AgentStateView, StreamFn
 from pitrio.channels import (
     SUBSCRIPTION_BUFFER,
     EventLogPolicy,
@@ -50,19 +53,25 @@ from pitrio.channels import (
 )
 from pitrio.providers import (
     AssistantMessage,
+    Context,
     ImageContent,
     Model,
     ModelThinkingLevel,
+    ProviderRegistry,
+    StreamOptions,
     TextContent,
 )
 from pitrio.sessions import _session_commands as cmd
 from pitrio.sessions._agent_session_tree import DEFAULT_THINKING_LEVEL
 from pitrio.sessions._agent_session_types import (
     AgentSessionEvent,
+    CompactionEventStyle,
     ForkResult,
     InputSource,
     ModelCycleResult,
     NavigateTreeResult,
+    ScopedModel,
+    SessionHooks,
     SessionSnapshot,
 )
 from pitrio.sessions._compaction import (
@@ -78,10 +87,12 @@ from pitrio.sessions._prompt_pipeline import (
     PromptExpansion,
     run_builtin_command,
 )
+from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN
 from pitrio.sessions._session_actor import CLOSE_GRACE, SessionActor
 from pitrio.sessions._settings import SettingsManager
 from pitrio.sessions._user_bash import UserBashMethods
 from pitrio.sessions.resources import PromptTemplate, Skill
+from pitrio.tools import AgentTool
 
 __all__ = [
     "CLOSE_GRACE",
@@ -91,7 +102,7 @@ __all__ = [
     "open_agent_session",
 ]
 
-StreamingBehavior = Literal["steer", "follow_up", "interrupt"]
+StreamingBehavior = cmd.StreamingBehavior
 Subscriber = Callable[[AgentSessionEvent], "Awaitable[None] | None"]
 
 _NO_EXPANSION: Final = PromptExpansion()
@@ -148,13 +159,15 @@ class AgentSession(UserBashMethods):
             the ``replayRingSize`` setting, else :data:`~pitrio.channels.REPLAY_RING`), from
             the first :meth:`events` or read of :attr:`seq` on (before that no reader can
             hold a cursor, and an older cursor gets a snapshot).
+        provider_session_id: pass the session's id to the provider (its prompt-cache key;
+            default); ``False`` passes none (pi's bench clears ``agent.sessionId``).
         skills, prompt_templates: what ``/skill:name args`` and ``/template args`` expand
             with, in :meth:`prompt`, :meth:`steer` and :meth:`follow_up` (default: none, the
             text is sent as written); the command line passes its loaded resources.
 
     Resource handling:
-        :meth:`run` owns the session actor, the Agent, the retry actor and, unless the manager
-        already has one, a :class:`Persistence` actor; all stop when it is cancelled, after
+        :meth:`run` owns the session actor, the Agent and, unless the manager already has
+        one, a :class:`Persistence` actor; all stop when it is cancelled, after
         whatever was appended has been written.
     """
 
@@ -164,11 +177,54 @@ class AgentSession(UserBashMethods):
     def __init__(
         self,
         *,
+        session_manager: SessionManager,
+        settings: SettingsManager | None = None,
+        model: Model | None = None,
+        thinking_level: ModelThinkingLevel | None = None,
+        tools: Iterable[AgentTool] = (),
+        system_prompt: str = "",
+        models: Sequence[Model] = (),
+        scoped_models: Sequence[ScopedModel] = (),
+        registry: ProviderRegistry | None = None,
+        get_api_key: Callable[[str], Any] | None = None,
+        stream_fn: StreamFn | None = None,
+        complete: Callable[[Model, Context, StreamOptions], Awaitable[AssistantMessage]]
+        | None = None,
+        has_auth: Callable[[Model], Any] | None = None,
+        hooks: SessionHooks | None = None,
+        compaction_events: CompactionEventStyle = "both",
+        retry_pattern: Pattern[str] = RETRYABLE_ERROR_PATTERN,
+        tool_execution: Literal["sequential", "parallel"] = "sequential",
+        steering_skips_tools: bool = True,
+        busy_policy: cmd.BusyPolicy = "reject",
+        replay_ring: int | None = None,
+        provider_session_id: bool = True,
         skills: Sequence[Skill] = (),
         prompt_templates: Sequence[PromptTemplate] = (),
-        **options: Any,
     ) -> None:
-        self._actor = SessionActor(**options)
+        self._actor = SessionActor(
+            session_manager=session_manager,
+            settings=settings,
+            model=model,
+            thinking_level=thinking_level,
+            tools=tools,
+            system_prompt=system_prompt,
+            models=models,
+            scoped_models=scoped_models,
+            registry=registry,
+            get_api_key=get_api_key,
+            stream_fn=stream_fn,
+            complete=complete,
+            has_auth=has_auth,
+            hooks=hooks,
+            compaction_events=compaction_events,
+            retry_pattern=retry_pattern,
+            tool_execution=tool_execution,
+            steering_skips_tools=steering_skips_tools,
+            busy_policy=busy_policy,
+            replay_ring=replay_ring,
+            provider_session_id=provider_session_id,
+        )
         self._expansion: PromptExpansion = _expansion(skills, prompt_templates)
         self._actor.hooks.attach(self)
 
@@ -206,12 +262,52 @@ class AgentSession(UserBashMethods):
         await self._actor.send(command)
         return await command.reply.wait()
 
+    async def execute(self, command: cmd.SessionCommand) -> Any:
+        """Send ``command`` (one of :mod:`pitrio.sessions.commands`) and return its answer.
+
+        What every method of this class does with the command it builds: a ``Prompt``,
+        ``Steer`` or ``FollowUp`` goes through the prompt pipeline first (:meth:`prompt`,
+        :meth:`steer`, :meth:`follow_up`), every other command goes to the session's inbox.
+        RPC mode and the websocket host call this with the commands they decode.
+
+        Raises:
+            whatever the command raises (:class:`~pitrio.UsageError` for a caller mistake).
+        """
+        match command:
+            case cmd.Prompt():
+                return await self._prompt(command)
+            case cmd.Steer() | cmd.FollowUp():
+                # `/skill:` and `/template` commands are expanded, as pi does (no input hook).
+                command.message = await self._expansion.expand(
+                    command.message, self._report_skill_error
+                )
+            case cmd.Bash():
+                return await self.execute_bash(
+                    command.command,
+                    exclude_from_context=command.exclude_from_context,
+                    on_chunk=command.on_chunk,
+                    operations=command.operations,
+                )
+        return await self._call(command)
+
+    def send_nowait(self, command: cmd.SessionCommand) -> None:
+        """Put ``command`` into the session's inbox without waiting for it or its answer, for
+        a synchronous caller (an extension's ``set_active_tools``, a listener that must stop
+        the run at once); it is executed in order with the commands sent before it.
+
+        Raises:
+            trio.WouldBlock: the inbox is full.
+            UsageError: the session is not running.
+        """
+        self._actor.send_nowait(command)
+
     # ------------------------------------------------------------------ state
 
     @property
-    def agent(self) -> Agent:
-        """The session's Agent (read its state; drive it through the session)."""
-        return self._actor.agent
+    def agent(self) -> AgentStateView:
+        """A read-only view of the session's Agent (its model, tools, transcript ...): the
+        agent is changed only through the session's commands."""
+        return AgentStateView(self._actor.agent)
 
     @property
     def context_engine(self) -> ContextEngine:
@@ -393,26 +489,24 @@ class AgentSession(UserBashMethods):
 
     async def abort(self) -> None:
         """Abort the run, a retry backoff and a compaction (and a slow hook or listener they
-        wait on); return once idle.
+        wait on); return once idle (the ``Abort`` command).
 
         (pi's abort leaves an automatic compaction running in the background; here it is part
         of the run, so it is cancelled too.)
         """
-        await self._actor.abort()
+        await self._call(cmd.Abort())
 
-    def abort_retry(self) -> None:
-        """Cancel a retry backoff (the run then ends with the error)."""
-        self._actor.cancel_retry()
+    async def abort_retry(self) -> None:
+        """Cancel a retry backoff (the run then ends with the error): ``AbortRetry``."""
+        await self._call(cmd.AbortRetry())
 
-    def abort_compaction(self) -> None:
-        """Cancel a compaction in progress (manual or automatic)."""
-        self._actor._compactor.abort()
+    async def abort_compaction(self) -> None:
+        """Cancel a compaction in progress (manual or automatic): ``AbortCompaction``."""
+        await self._call(cmd.AbortCompaction())
 
-    def abort_branch_summary(self) -> None:
-        """Cancel a branch summary in progress."""
-        scope = self._actor.branch_summary_scope
-        if scope is not None:
-            scope.cancel()
+    async def abort_branch_summary(self) -> None:
+        """Cancel a branch summary in progress: ``AbortBranchSummary``."""
+        await self._call(cmd.AbortBranchSummary())
 
     async def prompt(
         self,
@@ -450,23 +544,37 @@ class AgentSession(UserBashMethods):
             UsageError: busy under the ``"reject"`` policy; no model; no API key (when
                 ``has_auth`` was given); a built-in command with wrong arguments.
         """
-        image_blocks = tuple(images) if images else None
-        result = await self._actor.hook("input", text, image_blocks, source)
+        result: BuiltinCommandResult | None = await self._prompt(
+            cmd.Prompt(
+                message=text,
+                images=tuple(images) if images else None,
+                streaming_behavior=streaming_behavior,
+                source=source,
+                on_accepted=on_accepted,
+                expand_prompt_templates=expand_prompt_templates,
+            )
+        )
+        return result
+
+    async def _prompt(self, command: cmd.Prompt) -> BuiltinCommandResult | None:
+        """The prompt pipeline (see :meth:`prompt`), then ``command`` to the inbox."""
+        text, image_blocks = command.message, command.images
+        result = await self._actor.hook("input", text, image_blocks, command.source)
         if result is not None:
             if result.action == "handled":
                 return None
             if result.action == "transform":
                 text = result.text if result.text is not None else text
                 image_blocks = result.images if result.images is not None else image_blocks
-        if expand_prompt_templates:
+        if command.expand_prompt_templates:
             # Seed 004: built-in commands are matched after the input transforms, and the
             # expansion comes last, so input handlers see `/template args` as written.
             answered = await run_builtin_command(self, text)
             if answered is not None:
                 return answered
             text = await self._expansion.expand(text, self._report_skill_error)
-        policy = streaming_behavior or self._actor.busy_policy
-        command = cmd.Prompt(text=text, images=image_blocks, policy=policy, on_accepted=on_accepted)
+        command.message, command.images = text, image_blocks
+        command.policy = command.streaming_behavior or self._actor.busy_policy
         command.reply.eager = self._actor.log.in_callback()
         await self._actor.send(command)
         try:
@@ -491,13 +599,11 @@ class AgentSession(UserBashMethods):
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for the next turn (a running tool batch skips its unstarted calls);
         ``/skill:`` and ``/template`` commands are expanded, as pi does (no input hook)."""
-        text = await self._expansion.expand(text, self._report_skill_error)
-        await self._call(cmd.Steer(text=text, images=tuple(images) if images else None))
+        await self.execute(cmd.Steer(message=text, images=tuple(images) if images else None))
 
     async def follow_up(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for when the agent would otherwise stop (expanded as :meth:`steer`)."""
-        text = await self._expansion.expand(text, self._report_skill_error)
-        await self._call(cmd.FollowUp(text=text, images=tuple(images) if images else None))
+        await self.execute(cmd.FollowUp(message=text, images=tuple(images) if images else None))
 
     async def clear_queue(self) -> tuple[list[str], list[str]]:
         """Drop the queued messages; return the steering and follow-up texts."""
@@ -584,15 +690,18 @@ class AgentSession(UserBashMethods):
         result: ModelThinkingLevel | None = await self._call(cmd.CycleThinkingLevel())
         return result
 
-    def set_steering_mode(self, mode: Literal["all", "one-at-a-time"]) -> None:
+    async def set_steering_mode(self, mode: Literal["all", "one-at-a-time"]) -> None:
         """Set (and remember in the settings) how steering messages are delivered."""
-        self._actor.agent.steering_mode = mode  # visible at once; the actor saves it
-        self._actor.send_nowait(cmd.SetSteeringMode(mode=mode))
+        await self._call(cmd.SetSteeringMode(mode=mode))
 
-    def set_follow_up_mode(self, mode: Literal["all", "one-at-a-time"]) -> None:
+    async def set_follow_up_mode(self, mode: Literal["all", "one-at-a-time"]) -> None:
         """Set (and remember in the settings) how follow-up messages are delivered."""
-        self._actor.agent.follow_up_mode = mode
-        self._actor.send_nowait(cmd.SetFollowUpMode(mode=mode))
+        await self._call(cmd.SetFollowUpMode(mode=mode))
+
+    async def set_tools(self, tools: Sequence[AgentTool]) -> None:
+        """Offer ``tools`` to the model from the next run on (a run in progress keeps the
+        tools it started with, as pi's agent): the ``SetTools`` command."""
+        await self._call(cmd.SetTools(tools=tuple(tools)))
 
     async def set_resources(
         self,
@@ -610,6 +719,10 @@ class AgentSession(UserBashMethods):
         """Name the session (a ``session_info`` entry)."""
         await self._call(cmd.SetSessionName(name=name))
 
+    async def set_label(self, entry_id: str, label: str | None) -> None:
+        """Label (or, with ``None``, unlabel) an entry (a ``label`` entry)."""
+        await self._call(cmd.SetLabel(entry_id=entry_id, label=label))
+
     # ------------------------------------------------------------------ compaction
 
     @property
@@ -617,20 +730,18 @@ class AgentSession(UserBashMethods):
         """Whether compaction runs automatically (``compaction.enabled``)."""
         return self._actor.settings.compaction_settings().enabled
 
-    def set_auto_compaction_enabled(self, enabled: bool) -> None:
+    async def set_auto_compaction_enabled(self, enabled: bool) -> None:
         """Turn automatic compaction on or off (saved in the settings by the actor)."""
-        self._actor.settings.change_global("compaction", enabled, "enabled")
-        self._actor.send_nowait(cmd.SetAutoCompaction(enabled=enabled))
+        await self._call(cmd.SetAutoCompaction(enabled=enabled))
 
     @property
     def auto_retry_enabled(self) -> bool:
         """Whether transient errors are retried (``retry.enabled``)."""
         return self._actor.settings.retry_settings().enabled
 
-    def set_auto_retry_enabled(self, enabled: bool) -> None:
+    async def set_auto_retry_enabled(self, enabled: bool) -> None:
         """Turn auto-retry on or off (saved in the settings by the actor)."""
-        self._actor.settings.change_global("retry", enabled, "enabled")
-        self._actor.send_nowait(cmd.SetAutoRetry(enabled=enabled))
+        await self._call(cmd.SetAutoRetry(enabled=enabled))
 
     async def compact(self, custom_instructions: str | None = None) -> CompactionResult:
         """Compact the session now (aborting a run in progress first).
@@ -763,13 +874,63 @@ class _Forward:
 
 
 @asynccontextmanager
-async def open_agent_session(**options: Any) -> AsyncIterator[AgentSession]:
-    """Create an :class:`AgentSession` (keyword arguments as its constructor) and serve it.
+async def open_agent_session(
+    *,
+    session_manager: SessionManager,
+    settings: SettingsManager | None = None,
+    model: Model | None = None,
+    thinking_level: ModelThinkingLevel | None = None,
+    tools: Iterable[AgentTool] = (),
+    system_prompt: str = "",
+    models: Sequence[Model] = (),
+    scoped_models: Sequence[ScopedModel] = (),
+    registry: ProviderRegistry | None = None,
+    get_api_key: Callable[[str], Any] | None = None,
+    stream_fn: StreamFn | None = None,
+    complete: Callable[[Model, Context, StreamOptions], Awaitable[AssistantMessage]] | None = None,
+    has_auth: Callable[[Model], Any] | None = None,
+    hooks: SessionHooks | None = None,
+    compaction_events: CompactionEventStyle = "both",
+    retry_pattern: Pattern[str] = RETRYABLE_ERROR_PATTERN,
+    tool_execution: Literal["sequential", "parallel"] = "sequential",
+    steering_skips_tools: bool = True,
+    busy_policy: cmd.BusyPolicy = "reject",
+    replay_ring: int | None = None,
+    provider_session_id: bool = True,
+    skills: Sequence[Skill] = (),
+    prompt_templates: Sequence[PromptTemplate] = (),
+) -> AsyncIterator[AgentSession]:
+    """Create an :class:`AgentSession` (the keyword arguments are its constructor's) and
+    serve it.
 
     Leaving the block aborts what runs (with ``CLOSE_GRACE`` seconds to finish its events),
     writes what the session appended and stops every task it started.
     """
-    session = AgentSession(**options)
+    session = AgentSession(
+        session_manager=session_manager,
+        settings=settings,
+        model=model,
+        thinking_level=thinking_level,
+        tools=tools,
+        system_prompt=system_prompt,
+        models=models,
+        scoped_models=scoped_models,
+        registry=registry,
+        get_api_key=get_api_key,
+        stream_fn=stream_fn,
+        complete=complete,
+        has_auth=has_auth,
+        hooks=hooks,
+        compaction_events=compaction_events,
+        retry_pattern=retry_pattern,
+        tool_execution=tool_execution,
+        steering_skips_tools=steering_skips_tools,
+        busy_policy=busy_policy,
+        replay_ring=replay_ring,
+        provider_session_id=provider_session_id,
+        skills=skills,
+        prompt_templates=prompt_templates,
+    )
     async with open_body_nursery() as nursery:
         await nursery.start(session.run)
         try:

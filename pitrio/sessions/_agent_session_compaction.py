@@ -149,7 +149,7 @@ class SessionCompactor:
             result.details,
             from_extension,
         )
-        session.agent.replace_messages(manager.build_session_context().messages)
+        await session.agent.replace_messages(manager.build_session_context().messages)
         entry = manager.get_entry(entry_id)
         if isinstance(entry, CompactionEntry):
             await session.hook("session_compact", entry, from_extension)
@@ -224,7 +224,7 @@ class SessionCompactor:
                 await self._end("overflow", error=OVERFLOW_RECOVERY_FAILED)
                 return False
             self.overflow_recovery_attempted = True
-            session.drop_trailing_assistant()
+            await session.drop_trailing_assistant()
             return await self._auto("overflow", will_retry=True)
         if message.stop_reason == "error":
             # An error carries no usage: estimate from the last response that had some.
@@ -279,7 +279,7 @@ class SessionCompactor:
             return False
         await self._end(reason, result, will_retry=will_retry)
         if will_retry:
-            session.drop_trailing_assistant(only_errors=True)
+            await session.drop_trailing_assistant(only_errors=True)
             return True
         # Messages queued while compacting would otherwise wait for the next prompt.
         return session.agent.has_queued_messages()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
+import attrs
 import trio
 
 from pitrio._exceptions import UsageError
@@ -42,14 +43,17 @@ from pitrio.sessions._entries import (
 )
 
 if TYPE_CHECKING:
+    from pitrio.actors import AgentMessage
     from pitrio.sessions._session_core import SessionCore
 
 __all__ = [
     "DEFAULT_THINKING_LEVEL",
+    "RestoredState",
     "fork",
     "navigate_tree",
     "new_session",
     "restore_state",
+    "restored_state",
     "switch_session",
     "user_text",
 ]
@@ -66,18 +70,33 @@ def user_text(message: UserMessage) -> str:
     return "".join(b.text for b in content if isinstance(b, TextContent))
 
 
-def restore_state(
-    session: SessionCore, model: Model | None, level: ModelThinkingLevel | None
-) -> list[tuple[str, Any]]:
-    """Load messages, model and thinking level from the session (pi's createAgentSession).
+@attrs.frozen
+class RestoredState:
+    """What an agent is given from a session (see :func:`restored_state`)."""
 
-    An explicit ``model`` / ``level`` wins; else the session's (if it has messages), else the
-    current model or the settings default; the level is clamped to the model. Returns the
-    entries to record once the session runs: a new session records its model and thinking
-    level, a resumed one without a thinking entry records that.
+    messages: list[AgentMessage]
+    model: Model | None
+    thinking_level: ModelThinkingLevel
+    session_id: str
+    pending: list[tuple[str, Any]]
+    """The entries to record once the session runs: a new session records its model and
+    thinking level, a resumed one without a thinking entry records that."""
+
+
+def restored_state(
+    session: SessionCore,
+    model: Model | None,
+    level: ModelThinkingLevel | None,
+    current_model: Model | None,
+) -> RestoredState:
+    """Read messages, model and thinking level from the session (pi's createAgentSession).
+
+    An explicit ``model`` / ``level`` wins; else the session's (if it has messages), else
+    ``current_model`` or the settings default; the level is clamped to the model. Sets the
+    session's ``model_fallback_message``; changes nothing else (the session actor builds
+    its agent with the result, or hands it to a running agent with :func:`restore_state`).
     """
     manager = session.session_manager
-    agent = session.agent
     context = manager.build_session_context()
     existing = bool(context.messages)
     has_thinking_entry = manager.has_on_branch(ThinkingLevelChangeEntry)
@@ -88,7 +107,7 @@ def restore_state(
             wanted = f"{context.model.provider}/{context.model.model_id}"
             session.model_fallback_message = f"Could not restore model {wanted}"
     if model is None:
-        model = agent.model or _default_model(session)
+        model = current_model or _default_model(session)
     if level is None:
         if existing and has_thinking_entry:
             level = cast(ModelThinkingLevel, context.thinking_level)
@@ -96,17 +115,28 @@ def restore_state(
             default = session.settings.default_thinking_level or DEFAULT_THINKING_LEVEL
             level = cast(ModelThinkingLevel, default)
     level = clamp_thinking_level(model, level) if model is not None else "off"
-    agent.replace_messages(context.messages)
-    if model is not None:
-        agent.set_model(model)
-    agent.set_thinking_level(level)
-    agent.session_id = manager.get_session_id()
     pending: list[tuple[str, Any]] = []
     if not existing and model is not None:
         pending.append(("model", model))
     if not existing or not has_thinking_entry:
         pending.append(("thinking", level))
-    return pending
+    return RestoredState(list(context.messages), model, level, manager.get_session_id(), pending)
+
+
+async def restore_state(
+    session: SessionCore, model: Model | None, level: ModelThinkingLevel | None
+) -> list[tuple[str, Any]]:
+    """Load the session's state into the agent (:func:`restored_state`, sent to the agent
+    as its state-change commands); returns the entries to record."""
+    agent = session.agent
+    restored = restored_state(session, model, level, agent.model)
+    await agent.replace_messages(restored.messages)
+    if restored.model is not None:
+        await agent.set_model(restored.model)
+    await agent.set_thinking_level(restored.thinking_level)
+    if agent.session_id is not None:  # else the session passes none (provider_session_id)
+        await agent.set_session_id(restored.session_id)
+    return restored.pending
 
 
 def _default_model(session: SessionCore) -> Model | None:
@@ -303,7 +333,7 @@ async def _navigate(
         manager.branch(new_leaf)
     if label and not summary:
         manager.append_label_change(target_id, label)
-    session.agent.replace_messages(manager.build_session_context().messages)
+    await session.agent.replace_messages(manager.build_session_context().messages)
     await session.hook(
         "session_tree",
         manager.get_leaf_id(),

@@ -23,7 +23,6 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from pitrio.channels import Reply
 from pitrio.codec import extra_field, wire
 from pitrio.providers import AssistantMessage, is_context_overflow
 from pitrio.providers._http import RETRY_AFTER_DIAGNOSTIC
@@ -36,7 +35,6 @@ __all__ = [
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
     "Retry",
-    "RetryActor",
     "is_retryable_error",
     "requested_delay_ms",
     "retry_delay_ms",
@@ -261,102 +259,8 @@ class Retry:
         """Forget the attempt counter (a new session)."""
         self._attempt = 0
 
-
-RETRY_INBOX: Final = 4
-"""Backoff requests waiting for the retry actor. A session asks for one at a time (its job
-waits for the answer), so the inbox never holds more than one; the rest is headroom."""
-
-
-@attrs.define(eq=False)
-class _Backoff:
-    message: AssistantMessage
-    on_scheduled: Callable[[], None] | None
-    reply: Reply[bool] = attrs.Factory(Reply)
-
-
-class RetryActor:
-    """The backoff between attempts, as an actor: a task with a bounded inbox (the design card's
-    "retry" actor).
-
-    A session job sends a failed message with :meth:`backoff` and waits for the answer: whether
-    to retry now. The actor counts the attempt, announces it (``auto_retry_start``), waits the
-    delay inside the :class:`Retry`'s cancel scope and answers; :meth:`Retry.cancel` (abort,
-    ``abort_retry``) ends the wait, which then reports ``auto_retry_end`` and answers False.
-
-    Resource handling: started with ``nursery.start(actor.run)`` in the session's nursery, or on
-    the first :meth:`backoff` by :meth:`ensure_started` (a session that never retries never pays
-    for the task and its inbox); its inbox closes when it is cancelled, and a request left in it
-    is answered False.
-    """
-
-    def __init__(self, retry: Retry) -> None:
-        self.retry = retry
-        self._inbox: trio.MemorySendChannel[_Backoff] | None = None
-        self._starting = False
-
-    async def ensure_started(self, nursery: trio.Nursery) -> None:
-        """Start the actor in ``nursery`` unless it runs already (or is being started)."""
-        if self._inbox is None and not self._starting:
-            self._starting = True
-            try:
-                await nursery.start(self.run)
-            finally:
-                self._starting = False
-
-    async def run(
-        self, *, task_status: trio.TaskStatus[RetryActor] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Serve backoff requests until cancelled."""
-        send, receive = trio.open_memory_channel[_Backoff](RETRY_INBOX)
-        self._inbox = send
-        try:
-            task_status.started(self)
-            async for request in receive:
-                try:
-                    request.reply.set(await self._serve(request))
-                except Exception as exc:
-                    request.reply.fail(exc)
-        finally:
-            self._inbox = None
-            send.close()
-            while True:
-                try:
-                    receive.receive_nowait().reply.set(False)
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-            receive.close()
-
-    async def _serve(self, request: _Backoff) -> bool:
-        delay = await self.retry.schedule(request.message)
-        if delay is None:
-            return False
-        if request.on_scheduled is not None:
-            request.on_scheduled()
-        return await self.retry.wait(delay)
-
-    async def backoff(
-        self, message: AssistantMessage, *, on_scheduled: Callable[[], None] | None = None
-    ) -> bool:
-        """Ask whether (and when) to retry after ``message``; True once the wait is over.
-
-        ``on_scheduled`` runs when an attempt was counted and announced, before the wait (the
-        session drops the failed response from the context then). Cancelling the caller
-        cancels the wait, and the caller waits (shielded, briefly) for the actor to report it.
-        """
-        inbox = self._inbox
-        if inbox is None:
-            return False
-        request = _Backoff(message, on_scheduled)
-        await inbox.send(request)
-        try:
-            return await request.reply.wait()
-        except trio.Cancelled:
-            self.retry.cancel()
-            with trio.move_on_after(RETRY_CANCEL_GRACE, shield=True):
-                await request.reply.wait()
-            raise
-
-
-RETRY_CANCEL_GRACE: Final = 0.05
-"""Seconds a cancelled :meth:`RetryActor.backoff` waits for the actor to report the end of the
-backoff (``auto_retry_end``) before it lets the cancellation through."""
+    def abandon(self) -> None:
+        """Give up a backoff that was scheduled and will not be waited for (its job was
+        cancelled in between): no backoff is pending, and the counter is reset."""
+        self._scope = None
+        self._attempt = 0

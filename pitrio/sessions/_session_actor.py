@@ -8,25 +8,30 @@
      |                    none in memory); its task starts with the first entry to write
      |- Agent.run         the agent's nursery: its command task and one task per run (started
      |                    by the first run: an idle session keeps only its own task)
-     |- RetryActor        backoff between attempts; inbox RETRY_INBOX (started on first retry)
      |- SessionActor      this module: the command inbox (SESSION_INBOX), state, events
-     `- jobs              prompts (run, retries, compaction after), manual compaction and moves
-                          between sessions: one task each, in the session's nursery, inside the
-                          job's own cancel scope
+     `- jobs              prompts (run, retry backoffs, compaction after), manual compaction and
+                          moves between sessions: one task each, in the session's nursery,
+                          inside the job's own cancel scope
 
 Every public method of the facade sends a command (:mod:`._session_commands`) and awaits its
-reply. Commands that only change state (``steer``, ``set_model``, ``set_thinking_level``,
+reply; RPC mode, the websocket host and extensions send the same commands. The session's state
+changes only in this task and in its jobs; its Agent is changed only through the agent's own
+commands (``await agent.set_model(...)`` ...), which the agent's task applies in order with its
+runs. Commands that only change state (``steer``, ``set_model``, ``set_thinking_level``,
 ``clear_queue`` ...) are executed in this task: the state changes, the reply goes out, and then
 the events and hooks follow. Replying before publishing is what lets a listener await such a
 command while the run that called it is delivering an event: the publish waits for that event's
 delivery to finish, the listener does not wait for the publish. Commands that take time
-(``prompt``, ``compact``, ``new_session``, ``switch_session``, ``fork``, ``navigate_tree``) start
-a *job*; while one runs the session is busy, a new prompt follows the busy policy, and the
+(``prompt``, ``compact``, ``new_session``, ``switch_session``, ``fork``, ``navigate_tree``)
+start a *job*; while one runs the session is busy, a new prompt follows the busy policy, and the
 exclusive commands abort it first.
 
-Abort cancels: the agent's run scope (its epilogue emits the closing events), the retry backoff,
-the compaction, the branch summary, and the job's own scope after ``ABORT_GRACE`` for whatever
-else the job waits on (a hook, a listener), so abort reaches quiet in well under 100 ms.
+Abort cancels: the agent's run scope (its epilogue emits the closing events), the retry backoff
+(a sleep in the prompt's job, in a cancel scope of its own), the compaction, the branch summary,
+and the job's own scope after ``ABORT_GRACE`` for whatever else the job waits on (a hook, a
+listener), so abort reaches quiet in well under 100 ms. ``Abort``, ``AbortRetry``,
+``AbortCompaction`` and ``AbortBranchSummary`` are commands like the others: the cancelling is
+done by this task, from the inbox.
 
 Persist, then publish, then number: the agent records each finished message into the
 :class:`SessionManager` (and so the Persistence actor) before any subscriber sees its
@@ -101,7 +106,7 @@ from pitrio.sessions._entries import CustomMessage
 from pitrio.sessions._manager import SessionManager
 from pitrio.sessions._messages import convert_to_llm
 from pitrio.sessions._persistence import Persistence
-from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN, Retry, RetryActor
+from pitrio.sessions._retry import RETRYABLE_ERROR_PATTERN, Retry
 from pitrio.sessions._session_models import ModelCommands, ack
 from pitrio.sessions._session_prompting import PromptCommands
 from pitrio.sessions._settings import SettingsManager
@@ -196,6 +201,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         steering_skips_tools: bool = True,
         busy_policy: cmd.BusyPolicy = "reject",
         replay_ring: int | None = None,
+        provider_session_id: bool = True,
     ) -> None:
         self.session_manager = session_manager
         self.settings = settings if settings is not None else SettingsManager.in_memory()
@@ -225,10 +231,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             # token's event alive costs the cyclic collector per token and replays to nobody.
             ring_on_demand=True,
         )
-        # Made by the first run's end (_retry_now): a session never prompted holds neither.
+        # Made by the first run's end (_retry_now): a session never prompted holds none.
         self._retry_pattern = retry_pattern
         self._retry: Retry | None = None
-        self._retry_actor: RetryActor | None = None
         # Tuples, replaced on change (the queues hold a few items at most): an idle session
         # shares the empty tuple instead of holding three empty lists.
         self._steering_texts: tuple[str, ...] = ()
@@ -241,13 +246,17 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self._inbox: Mailbox[cmd.SessionCommand] | None = None
         self._closed = False
         self._base_system_prompt = system_prompt
+        restored = _tree.restored_state(self, model, thinking_level, None)
         self.agent = Agent(
+            model=restored.model,
+            thinking_level=restored.thinking_level,
+            messages=restored.messages,
             system_prompt=system_prompt,
             tools=tools,
             convert_to_llm=self._convert_to_llm,
             get_api_key=get_api_key,
             stream_fn=stream_fn,
-            session_id=session_manager.get_session_id(),
+            session_id=restored.session_id if provider_session_id else None,
             max_retry_delay_ms=self.settings.provider_retry_settings().max_retry_delay_ms,
             stall_timeout_ms=self.settings.stream_stall_timeout_ms,
             steering_mode=self.settings.steering_mode,
@@ -264,9 +273,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         )
         if hooks is not None:
             self.agent.stream_fn = self._with_on_response(self.agent.stream_fn)
-        self._pending_entries: Sequence[tuple[str, Any]] = _tree.restore_state(
-            self, model, thinking_level
-        )
+        self._pending_entries: Sequence[tuple[str, Any]] = restored.pending
         self.agent.subscribe(self._deliver_agent_event)
         self.context = install_context_engine(self)  # seed 001's envelope and hooks
 
@@ -334,7 +341,12 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         task_status.started(self)
 
     async def aclose(self) -> None:
-        """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run)."""
+        """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run).
+
+        Run by the owner closing the session, in its task: the abort is the ``Abort`` command;
+        the closed flag set here only makes a late sender's error say "closed" (the inbox
+        itself is closed by :meth:`run`'s end).
+        """
         if self._closed:
             return
         self._closed = True
@@ -361,12 +373,21 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             raise UsageError("AgentSession is closed") from None
 
     def send_nowait(self, command: cmd.SessionCommand) -> None:
-        """Put ``command`` into the inbox without waiting (for the synchronous setters)."""
-        if self._inbox is not None:
-            try:
-                self._inbox.put_nowait(command)
-            except (trio.WouldBlock, trio.ClosedResourceError):
-                log.warning("session_command_dropped", command=type(command).__name__)
+        """Put ``command`` into the inbox without waiting (for synchronous senders).
+
+        Raises:
+            trio.WouldBlock: the inbox is full.
+            UsageError: the session is not running, or closed.
+        """
+        inbox = self._inbox
+        if inbox is None:
+            raise UsageError(
+                "AgentSession is not running" if not self._closed else "AgentSession is closed"
+            )
+        try:
+            inbox.put_nowait(command)
+        except trio.ClosedResourceError:
+            raise UsageError("AgentSession is closed") from None
 
     async def _serve(self, inbox: Mailbox[cmd.SessionCommand]) -> NoReturn:
         command: cmd.SessionCommand | None = None
@@ -386,12 +407,12 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             case cmd.Prompt():
                 await self._prompt(command)
             case cmd.Steer():
-                self._queue_steer(command.text, command.images)
+                self._queue_steer(command.message, command.images)
                 ack(command.reply)
                 await self._emit_queue_update()
                 command.reply.set(None)
             case cmd.FollowUp():
-                self._queue_follow_up(command.text, command.images)
+                self._queue_follow_up(command.message, command.images)
                 ack(command.reply)
                 await self._emit_queue_update()
                 command.reply.set(None)
@@ -422,7 +443,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             case cmd.CycleModel():
                 await self._cycle_model(command)
             case cmd.SetThinkingLevel():
-                change = self._apply_thinking_level(command.level)
+                change = await self._apply_thinking_level(command.level)
                 ack(command.reply)
                 await self._announce_thinking_level(change)
                 command.reply.set(None)
@@ -433,25 +454,32 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 levels = self.available_thinking_levels()
                 current = self.thinking_level
                 index = levels.index(current) if current in levels else -1
-                change = self._apply_thinking_level(levels[(index + 1) % len(levels)])
+                change = await self._apply_thinking_level(levels[(index + 1) % len(levels)])
                 level = self.thinking_level
                 ack(command.reply, level)
                 await self._announce_thinking_level(change)
                 command.reply.set(level)
             case cmd.SetSteeringMode():
-                self.agent.steering_mode = command.mode
+                await self.agent.set_steering_mode(command.mode)
                 command.reply.set(None)
                 await self.settings.aset_steering_mode(command.mode)
             case cmd.SetFollowUpMode():
-                self.agent.follow_up_mode = command.mode
+                await self.agent.set_follow_up_mode(command.mode)
                 command.reply.set(None)
                 await self.settings.aset_follow_up_mode(command.mode)
             case cmd.SetAutoCompaction():
+                # In memory at once (the answer reports it), then saved off the event loop.
+                self.settings.change_global("compaction", command.enabled, "enabled")
                 command.reply.set(None)
                 await self.settings.aset_compaction_enabled(command.enabled)
             case cmd.SetAutoRetry():
+                self.settings.change_global("retry", command.enabled, "enabled")
                 command.reply.set(None)
                 await self.settings.aset_retry_enabled(command.enabled)
+            case cmd.SetTools():
+                # A run in progress keeps the tools it started with (as pi's agent).
+                await self.agent.set_tools(command.tools)
+                command.reply.set(None)
             case cmd.SetSessionName():
                 self.session_manager.append_session_info(command.name)
                 ack(command.reply)
@@ -459,10 +487,13 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                     SessionInfoChangedEvent(name=self.session_manager.get_session_name())
                 )
                 command.reply.set(None)
+            case cmd.SetLabel():
+                self.session_manager.append_label_change(command.entry_id, command.label)
+                command.reply.set(None)
             case cmd.SetSystemPrompt():
                 self._base_system_prompt = command.system_prompt
                 if not self.is_busy:  # a run in progress keeps its prompt; the next gets this
-                    self.agent.set_system_prompt(command.system_prompt)
+                    await self.agent.set_system_prompt(command.system_prompt)
                 command.reply.set(None)
             case cmd.Compact():
                 instructions = command.custom_instructions
@@ -479,7 +510,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
                 entry_id, position = command.entry_id, command.position
                 self._start_job(command.reply, lambda: _tree.fork(self, entry_id, position))
             case cmd.Bash() | cmd.AbortBash() | cmd.RecordBashResult():
-                self.user_bash_command(command)
+                await self.user_bash_command(command)
             case cmd.NavigateTree():
                 nav = command
                 self._start_job(
@@ -510,12 +541,11 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         return self._retry.attempt if self._retry is not None else 0
 
     def _retry_now(self) -> Retry:
-        """The session's Retry (and its RetryActor), made by the first call."""
+        """The session's Retry, made by the first call."""
         retry = self._retry
         if retry is None:
             retry = Retry(self.settings.retry_settings, self.emit, pattern=self._retry_pattern)
             self._retry = retry
-            self._retry_actor = RetryActor(retry)
         return retry
 
     def cancel_retry(self) -> None:
@@ -695,7 +725,7 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         self._last_assistant = None
         self._compactor.overflow_recovery_attempted = False
         before = self.agent.model
-        self._pending_entries = _tree.restore_state(self, None, None)
+        self._pending_entries = await _tree.restore_state(self, None, None)
         self._write_pending_entries()
         await self.hook("session_start", reason, previous)
         after = self.agent.model
@@ -715,11 +745,11 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             return await self._complete_fn(model, context, options)
         return await complete_simple(model, context, options, registry=self._registry)
 
-    def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
+    async def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
         messages = self.agent.messages
         last = messages[-1] if messages else None
         if isinstance(last, AssistantMessage) and (not only_errors or last.stop_reason == "error"):
-            self.agent.replace_messages(messages[:-1])
+            await self.agent.replace_messages(messages[:-1])
 
     # ------------------------------------------------------------------ jobs
 
@@ -815,9 +845,15 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         await self.agent.wait_for_idle()
 
     async def abort(self) -> None:
-        """Abort everything in progress and wait until idle (within ``ABORT_GRACE`` or so)."""
-        self._abort_now()
-        await self.wait_for_idle()
+        """Send the ``Abort`` command and wait until idle (within ``ABORT_GRACE`` or so); a
+        session that stopped serving has nothing running: returns at once."""
+        command = cmd.Abort()
+        command.reply.eager = self.log.in_callback()
+        try:
+            await self.send(command)
+        except UsageError:
+            return
+        await command.reply.wait()
 
     async def _compact(self, custom_instructions: str | None) -> Any:
         async with self.exclusive():

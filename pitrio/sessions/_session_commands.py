@@ -1,8 +1,11 @@
 """The commands an AgentSession's actor executes, one attrs type per operation.
 
 Every front end (the Python facade :class:`~pitrio.sessions.AgentSession`, RPC over stdio, a
-websocket host, an extension) is a sender of these commands into the session's bounded inbox.
-They are named after pi 0.73.1's RPC commands (``docs/rpc.md``: ``prompt``, ``steer``,
+websocket host, an extension) is a sender of these commands into the session's bounded inbox:
+RPC mode decodes pi's JSON commands straight into these classes (``pitrio.host``'s one
+converter: the JSON keys are the fields' names in camelCase, ``type`` names the class), so the
+fields that pi's commands carry have pi's names (``message``, ``parent_session``, ``entry_id``
+...). They are named after pi 0.73.1's RPC commands (``docs/rpc.md``: ``prompt``, ``steer``,
 ``follow_up``, ``abort``, ``set_model``, ``cycle_model``, ``set_thinking_level``,
 ``cycle_thinking_level``, ``set_steering_mode``, ``set_follow_up_mode``, ``compact``,
 ``set_auto_compaction``, ``set_auto_retry``, ``abort_retry``, ``new_session``,
@@ -14,23 +17,25 @@ with the exception it raised.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import trio
 
+# Every annotation's type is imported at run time (none under TYPE_CHECKING): the RPC decoder's
+# converter resolves these classes' annotations.
 from pitrio.channels import Reply
 from pitrio.providers import ImageContent, Model, ModelThinkingLevel, TextContent
 from pitrio.sessions._agent_session_types import (
     ForkResult,
+    InputSource,
     ModelCycleResult,
     NavigateTreeResult,
 )
 from pitrio.sessions._bash_executor import BashResult, ChunkCallback
 from pitrio.sessions._compaction import CompactionResult
-
-if TYPE_CHECKING:
-    from pitrio.tools.builtin import BashOperations
+from pitrio.tools import AgentTool
+from pitrio.tools.builtin import BashOperations
 
 __all__ = [
     "Abort",
@@ -55,12 +60,15 @@ __all__ = [
     "SetAutoCompaction",
     "SetAutoRetry",
     "SetFollowUpMode",
+    "SetLabel",
     "SetModel",
     "SetSessionName",
     "SetSteeringMode",
     "SetSystemPrompt",
     "SetThinkingLevel",
+    "SetTools",
     "Steer",
+    "StreamingBehavior",
     "SwitchSession",
 ]
 
@@ -69,17 +77,34 @@ BusyPolicy: TypeAlias = Literal["reject", "steer", "follow_up", "interrupt"]
 ``"steer"`` / ``"follow_up"`` queue it, ``"interrupt"`` aborts the run and then runs it."""
 
 
+StreamingBehavior: TypeAlias = Literal["steer", "follow_up", "interrupt"]
+"""What a prompt sent while the session is busy does (pi's ``streamingBehavior``)."""
+
+
 def _reply() -> Any:
     return Reply()
 
 
 @attrs.define(kw_only=True, eq=False)
 class Prompt:
-    """``prompt``: run a user message (the input hook has already run in the caller)."""
+    """``prompt``: run a user message, or queue it while the session is busy.
 
-    text: str
+    The facade (:meth:`AgentSession.execute <pitrio.sessions.AgentSession.execute>`) runs the
+    prompt pipeline on it (input hook, built-in commands, template expansion: see
+    :meth:`~pitrio.sessions.AgentSession.prompt`), sets ``policy`` and sends it to the actor.
+    """
+
+    message: str
     images: tuple[ImageContent, ...] | None = None
+    streaming_behavior: StreamingBehavior | None = None
+    """While busy: queue it (``"steer"``, ``"follow_up"``) or interrupt; ``None``: the
+    session's ``busy_policy``."""
+    source: InputSource = "interactive"
+    """Who sent it (the ``input`` hook's ``source``)."""
+    expand_prompt_templates: bool = True
+    """Whether built-in commands and ``/skill:`` / ``/template`` expansion apply."""
     policy: BusyPolicy = "reject"
+    """The busy policy the actor applies (set by the facade from ``streaming_behavior``)."""
     reply: Reply[None] = attrs.field(factory=_reply)
     abandoned: bool = False
     """Set by a sender that stopped waiting: if not yet executed, the prompt is dropped."""
@@ -92,7 +117,7 @@ class Prompt:
 class Steer:
     """``steer``: queue a message for the next turn (skips a running batch's unstarted calls)."""
 
-    text: str
+    message: str
     images: tuple[ImageContent, ...] | None = None
     reply: Reply[None] = attrs.field(factory=_reply)
 
@@ -101,7 +126,7 @@ class Steer:
 class FollowUp:
     """``follow_up``: queue a message for when the agent would otherwise stop."""
 
-    text: str
+    message: str
     images: tuple[ImageContent, ...] | None = None
     reply: Reply[None] = attrs.field(factory=_reply)
 
@@ -156,10 +181,13 @@ class SendCustomMessage:
 
 @attrs.define(kw_only=True, eq=False)
 class SetModel:
-    """``set_model``."""
+    """``set_model``: ``model``, or (pi's RPC command) the one of the session's models named by
+    ``provider`` and ``model_id``; answered with the model."""
 
-    model: Model
-    reply: Reply[None] = attrs.field(factory=_reply)
+    provider: str | None = None
+    model_id: str | None = None
+    model: Model | None = None
+    reply: Reply[Model] = attrs.field(factory=_reply)
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -218,10 +246,28 @@ class SetAutoRetry:
 
 
 @attrs.define(kw_only=True, eq=False)
+class SetTools:
+    """Offer ``tools`` to the model from the next run on (an extension's
+    ``set_active_tools``); a run in progress keeps the tools it started with."""
+
+    tools: tuple[AgentTool, ...]
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
 class SetSessionName:
     """``set_session_name``."""
 
     name: str
+    reply: Reply[None] = attrs.field(factory=_reply)
+
+
+@attrs.define(kw_only=True, eq=False)
+class SetLabel:
+    """Label (or, with ``None``, unlabel) an entry: a ``label`` entry (pi's ``setLabel``)."""
+
+    entry_id: str
+    label: str | None
     reply: Reply[None] = attrs.field(factory=_reply)
 
 
@@ -334,7 +380,9 @@ SessionCommand: TypeAlias = (
     | SetAutoCompaction
     | SetAutoRetry
     | SetSessionName
+    | SetLabel
     | SetSystemPrompt
+    | SetTools
     | Compact
     | NewSession
     | SwitchSession

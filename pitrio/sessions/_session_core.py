@@ -61,7 +61,6 @@ class SessionSlots:
         "_pending_next_turn",
         "_registry",
         "_retry",
-        "_retry_actor",
         "_retry_pattern",
         "_scoped_models",
         "_steering_texts",
@@ -116,7 +115,7 @@ class SessionCore(Protocol):
         """Run one summarising request with the session's key lookup."""
         ...
 
-    def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
+    async def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
         """Take the last assistant message out of the agent's context (it stays in the file)."""
         ...
 

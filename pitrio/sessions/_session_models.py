@@ -85,19 +85,30 @@ class ModelCommands(SessionSlots):
 
     async def _set_model(self, command: cmd.SetModel) -> None:
         model = command.model
+        if model is None:  # pi's RPC set_model: one of the session's models, by name
+            model = next(
+                (
+                    m
+                    for m in self._models
+                    if m.provider == command.provider and m.id == command.model_id
+                ),
+                None,
+            )
+            if model is None:
+                raise UsageError(f"Model not found: {command.provider}/{command.model_id}")
         if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
             raise UsageError(f"No API key for {model.provider}/{model.id}")
         previous = self.model
         level = self._thinking_level_for_switch()
-        self.agent.set_model(model)
+        await self.agent.set_model(model)
         self.session_manager.append_model_change(model.provider, model.id)
-        change = self._apply_thinking_level(level)
-        ack(command.reply)
+        change = await self._apply_thinking_level(level)
+        ack(command.reply, model)
         await self.settings.aset_default_model_and_provider(model.provider, model.id)
         await self._announce_thinking_level(change)
         if not models_are_equal(previous, model):
             await self.hook("model_select", model, previous, "set")
-        command.reply.set(None)
+        command.reply.set(model)
 
     async def _cycle_model(self, command: cmd.CycleModel) -> None:
         scoped = bool(self._scoped_models)
@@ -114,9 +125,9 @@ class ModelCommands(SessionSlots):
         step = 1 if command.direction == "forward" else -1
         chosen = candidates[(index + step) % len(candidates)]
         level = self._thinking_level_for_switch(chosen.thinking_level)
-        self.agent.set_model(chosen.model)
+        await self.agent.set_model(chosen.model)
         self.session_manager.append_model_change(chosen.model.provider, chosen.model.id)
-        change = self._apply_thinking_level(level)
+        change = await self._apply_thinking_level(level)
         result = ModelCycleResult(
             model=chosen.model, thinking_level=self.thinking_level, is_scoped=scoped
         )
@@ -136,7 +147,7 @@ class ModelCommands(SessionSlots):
             return cast(ModelThinkingLevel, default)
         return self.thinking_level
 
-    def _apply_thinking_level(
+    async def _apply_thinking_level(
         self, level: ModelThinkingLevel
     ) -> tuple[ModelThinkingLevel, ModelThinkingLevel] | None:
         """Set the level (clamped); record a change; return ``(new, previous)`` if it changed."""
@@ -146,7 +157,7 @@ class ModelCommands(SessionSlots):
         else:
             effective = clamp_thinking_level(self.model, level) if self.model else "off"
         previous = self.thinking_level
-        self.agent.set_thinking_level(effective)
+        await self.agent.set_thinking_level(effective)
         if effective == previous:
             return None
         self.session_manager.append_thinking_level_change(effective)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pitrio.sessions._agent_session_compaction import SessionCompactor
     from pitrio.sessions._agent_session_types import AgentSessionEvent
     from pitrio.sessions._manager import SessionManager
-    from pitrio.sessions._retry import Retry, RetryActor
+    from pitrio.sessions._retry import Retry
 
 __all__ = ["NO_MODEL_SELECTED", "STREAMING_NEEDS_BEHAVIOR", "PromptCommands"]
 
@@ -56,7 +56,6 @@ class PromptCommands(SessionSlots):
     session_manager: SessionManager
     _nursery: trio.Nursery | None
     _compactor: SessionCompactor
-    _retry_actor: RetryActor | None
     _has_auth: Any
     _base_system_prompt: str
     _last_assistant: AssistantMessage | None
@@ -92,10 +91,10 @@ class PromptCommands(SessionSlots):
     def exclusive(self) -> AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
-    def flush_pending_bash(self) -> None:
+    async def flush_pending_bash(self) -> None:
         raise NotImplementedError
 
-    def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
+    async def drop_trailing_assistant(self, *, only_errors: bool = False) -> None:
         raise NotImplementedError
 
     def _retry_now(self) -> Retry:
@@ -107,9 +106,9 @@ class PromptCommands(SessionSlots):
             return
         if self.is_busy and command.policy != "interrupt":
             if command.policy == "follow_up":
-                self._queue_follow_up(command.text, command.images)
+                self._queue_follow_up(command.message, command.images)
             elif command.policy == "steer":
-                self._queue_steer(command.text, command.images)
+                self._queue_steer(command.message, command.images)
             else:
                 raise UsageError(STREAMING_NEEDS_BEHAVIOR)
             ack(command.reply)
@@ -127,13 +126,13 @@ class PromptCommands(SessionSlots):
         if interrupt:
             async with self.exclusive():
                 pass
-        self.flush_pending_bash()
+        await self.flush_pending_bash()
         model = self.model
         if model is None:
             raise UsageError(NO_MODEL_SELECTED)
         if self._has_auth is not None and not await maybe_await(self._has_auth(model)):
             raise UsageError(f"No API key found for {model.provider}.")
-        text, images = command.text, command.images
+        text, images = command.message, command.images
         last = self._last_assistant_in_context()
         if last is not None:
             await self._compactor.check(last, skip_aborted_check=False)
@@ -146,7 +145,9 @@ class PromptCommands(SessionSlots):
         if start is not None:
             messages.extend(start.messages)
         system_prompt = start.system_prompt if start is not None else None
-        self.agent.set_system_prompt(system_prompt or self._base_system_prompt)
+        system_prompt = system_prompt or self._base_system_prompt
+        if system_prompt != self.agent.system_prompt:  # the common case sends no command
+            await self.agent.set_system_prompt(system_prompt)
         if command.on_accepted is not None:
             await command.on_accepted()
         await self._drive(messages)
@@ -175,12 +176,17 @@ class PromptCommands(SessionSlots):
         # The failed response stays in the session file but leaves the context.
         retry = self._retry_now()
         if retry.is_retryable(message, window) and retry.enabled():
-            actor = self._retry_actor
-            assert actor is not None  # made with the Retry
-            if self._nursery is not None:
-                await actor.ensure_started(self._nursery)
-            if await actor.backoff(message, on_scheduled=self.drop_trailing_assistant):
-                return True
+            # The backoff is a sleep in this job, inside the Retry's cancel scope, which
+            # abort and abort_retry cancel (auto_retry_end then reports it).
+            delay = await retry.schedule(message)
+            if delay is not None:
+                try:
+                    await self.drop_trailing_assistant()
+                except BaseException:
+                    retry.abandon()
+                    raise
+                if await retry.wait(delay):
+                    return True
         return await self._compactor.check(message)
 
     def _last_assistant_in_context(self) -> AssistantMessage | None:
@@ -223,7 +229,7 @@ class PromptCommands(SessionSlots):
         elif command.trigger_turn:
             self._start_job(command.reply, functools.partial(self._drive, message))
         else:
-            self.agent.append_message(message)
+            await self.agent.append_message(message)
             self.session_manager.append_custom_message_entry(
                 command.custom_type, message.content, command.display, command.details
             )

@@ -99,7 +99,7 @@ class UserBashCommands(SessionSlots):
             state = self._user_bash = UserBashState()
         return state
 
-    def user_bash_command(self, command: UserBashCommand) -> None:
+    async def user_bash_command(self, command: UserBashCommand) -> None:
         """Execute a ``bash``, ``abort_bash`` or ``record_bash_result`` command (actor task)."""
         match command:
             case cmd.Bash():
@@ -108,7 +108,7 @@ class UserBashCommands(SessionSlots):
                 self.abort_user_bash()
                 command.reply.set(None)
             case cmd.RecordBashResult():
-                self._record_bash_result(
+                await self._record_bash_result(
                     command.command, command.result, command.exclude_from_context
                 )
                 command.reply.set(None)
@@ -119,14 +119,14 @@ class UserBashCommands(SessionSlots):
         for running in state.running if state is not None else ():
             running.scope.cancel()
 
-    def flush_pending_bash(self) -> None:
+    async def flush_pending_bash(self) -> None:
         """Record the messages kept back while the session was busy (pi, at a prompt's start)."""
         state = self._user_bash
         if state is None or not state.pending:
             return
         pending, state.pending = state.pending, []
         for message in pending:
-            self._append_bash(message)
+            await self._append_bash(message)
 
     def _start_user_bash(self, command: cmd.Bash) -> None:
         if command.scope.cancel_called:  # its sender stopped waiting before it could start
@@ -172,7 +172,7 @@ class UserBashCommands(SessionSlots):
             if not command.reply.is_set:  # the session closed under the command
                 command.reply.fail(UsageError("AgentSession is closed"))
 
-    def _record_bash_result(
+    async def _record_bash_result(
         self, command: str, result: BashResult, exclude_from_context: bool | None
     ) -> None:
         message = BashExecutionMessage(
@@ -188,11 +188,11 @@ class UserBashCommands(SessionSlots):
         if self.is_busy:
             self.user_bash.pending.append(message)
             return
-        self.flush_pending_bash()
-        self._append_bash(message)
+        await self.flush_pending_bash()
+        await self._append_bash(message)
 
-    def _append_bash(self, message: BashExecutionMessage) -> None:
-        self.agent.append_message(message)
+    async def _append_bash(self, message: BashExecutionMessage) -> None:
+        await self.agent.append_message(message)
         self.session_manager.append_message(message)
 
 
@@ -233,7 +233,11 @@ class UserBashMethods:
         """
         # Seed 004's user_bash: an extension may run the command elsewhere (operations) or
         # answer it outright (result, recorded as if the command had run).
-        # The hook counts as part of the command: abort_bash() cancels a slow handler too.
+        # The hook counts as part of the command: abort_bash() cancels a slow handler too. The
+        # hook runs here, in the caller's task (as the prompt pipeline's input hook does), and
+        # registers its cancel scope where AbortBash finds it: the one touch of the actor's
+        # state from outside its task, synchronous and owner-free on purpose (adding and
+        # removing a scope to cancel; cancelling a scope from another task is Trio's way).
         deciding = _Running(scope=trio.CancelScope())
         self._actor.user_bash.running.append(deciding)
         try:
@@ -287,10 +291,11 @@ class UserBashMethods:
             )
         )
 
-    def abort_bash(self) -> None:
+    async def abort_bash(self) -> None:
         """Cancel the running user commands (pi's ``abortBash``): their processes are killed
-        and their :meth:`execute_bash` calls return results with ``cancelled``."""
-        self._actor.abort_user_bash()
+        and their :meth:`execute_bash` calls return results with ``cancelled`` (the
+        ``AbortBash`` command; answered at once, as pi)."""
+        await self._call(cmd.AbortBash())
 
     @property
     def is_bash_running(self) -> bool:

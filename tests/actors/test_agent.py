@@ -3,8 +3,10 @@ plus pitrio's abort, steering, follow-up, guard and concurrency behaviour."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -67,33 +69,33 @@ def test_should_create_an_agent_instance_with_custom_initial_state() -> None:
     assert agent.thinking_level == "low"
 
 
-def test_should_subscribe_to_events() -> None:
+async def test_should_subscribe_to_events() -> None:
     """Subscribing emits nothing; mutators emit nothing; unsubscribe works."""
     agent = Agent()
     recorder = Recorder()
     unsubscribe = agent.subscribe(recorder)
-    agent.set_system_prompt("Test prompt")
+    await agent.set_system_prompt("Test prompt")
     assert recorder.events == []
     assert agent.system_prompt == "Test prompt"
     unsubscribe()
     unsubscribe()  # idempotent
 
 
-def test_should_update_state_with_mutators() -> None:
+async def test_should_update_state_with_mutators() -> None:
     """The mutators replace state; replace_messages copies its input."""
     agent = Agent()
     model = get_model("google", "gemini-2.5-flash")
-    agent.set_model(model)
-    agent.set_thinking_level("high")
+    await agent.set_model(model)
+    await agent.set_thinking_level("high")
     tool = echo_tool()
-    agent.set_tools([tool])
+    await agent.set_tools([tool])
     messages = [user("Hello")]
-    agent.replace_messages(messages)
+    await agent.replace_messages(messages)
     messages.append(user("not in the agent"))
-    agent.append_message(assistant("Hi"))
+    await agent.append_message(assistant("Hi"))
     assert (agent.model, agent.thinking_level, agent.tools) == (model, "high", (tool,))
     assert [m.role for m in agent.messages] == ["user", "assistant"]
-    agent.clear_messages()
+    await agent.clear_messages()
     assert agent.messages == ()
 
 
@@ -485,9 +487,9 @@ async def test_the_provider_sees_the_tools_set_before_each_run() -> None:
     model = faux.get_model()
     async with open_agent(model=model, registry=registry, tools=[echo_tool()]) as agent:
         await agent.prompt("one")
-        agent.set_tools([echo_tool(name="other"), echo_tool()])
+        await agent.set_tools([echo_tool(name="other"), echo_tool()])
         await agent.prompt("two")
-        agent.set_tools([])
+        await agent.set_tools([])
         await agent.prompt("three")
     assert seen == [[("echo", "Echo")], [("other", "Other"), ("echo", "Echo")], []]
 
@@ -534,7 +536,7 @@ async def test_continue_guards() -> None:
         await agent.prompt("hi")
         with pytest.raises(UsageError, match="Cannot continue from message role: assistant"):
             await agent.continue_()
-        agent.append_message(user("retry from here"))
+        await agent.append_message(user("retry from here"))
         await agent.continue_()
     assert agent.messages[-1].text() == "again"
 
@@ -754,3 +756,86 @@ async def test_record_event_sees_every_event_but_message_update_before_subscribe
     for index, entry in enumerate(log):
         if entry.startswith("deliver") and not entry.endswith("message_update"):
             assert log[index - 1] == f"record {entry.split()[1]}"
+
+
+# --------------------------------------------------------------------------- state changes in order
+
+
+def _model_b(model: Model) -> Model:
+    return attrs.evolve(model, id="faux-b")
+
+
+# (change, what the provider saw before it, after it); each change is sent while a prompt waits
+# in the agent's inbox.
+STATE_CHANGES: list[tuple[str, Any, Any, Any]] = [
+    ("set_model", _model_b, "faux-1", "faux-b"),
+    ("set_thinking_level", lambda _: "high", None, "high"),
+    ("set_system_prompt", lambda _: "new prompt", "old prompt", "new prompt"),
+    ("set_tools", lambda _: [], ["echo"], []),
+]
+
+
+def _seen(change: str, context: Context, options: Any, model: Model) -> Any:
+    if change == "set_model":
+        return model.id
+    if change == "set_thinking_level":
+        return options.reasoning
+    if change == "set_system_prompt":
+        return context.system_prompt
+    return [tool.name for tool in context.tools or ()]
+
+
+@pytest.mark.parametrize(("change", "value", "before", "after"), STATE_CHANGES)
+async def test_a_state_change_sent_while_a_prompt_is_queued_applies_after_it(
+    change: str, value: Any, before: Any, after: Any
+) -> None:
+    """A state change is a command: sent while a prompt waits in the agent's inbox, it is
+    applied after that prompt's run started (the run keeps what it started with), and the
+    next run gets it."""
+    faux, registry = make_faux()
+    model = attrs.evolve(faux.get_model(), reasoning=True)
+    seen: list[Any] = []
+
+    def respond(text: str) -> Any:
+        def factory(context: Context, options: Any, state: Any, model: Model) -> AssistantMessage:
+            seen.append(_seen(change, context, options, model))
+            return assistant(text)
+
+        return factory
+
+    async def gate(value: str) -> None:
+        await trio.sleep_forever()  # until the interrupt cancels it
+
+    release = trio.Event()
+
+    async def stall_after_abort(event: AgentEvent) -> None:
+        # The aborted run's closing events wait here: its task (and so the agent's task, which
+        # waits for that run to end before it starts the interrupting prompt) stays busy, and
+        # the clock never runs, so the epilogue's bound cannot cut this short.
+        if event.type == "agent_end" and not release.is_set():
+            await release.wait()
+
+    faux.set_responses(
+        [
+            assistant([call("c1", "x")], stop_reason="toolUse"),
+            respond("one"),
+            respond("two"),
+        ]
+    )
+    tools = [echo_tool(gate=gate)]
+    async with open_agent(
+        model=model, registry=registry, tools=tools, system_prompt="old prompt"
+    ) as agent:
+        agent.subscribe(stall_after_abort)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent.prompt, "zero")
+            await trio.testing.wait_all_tasks_blocked()
+            assert agent.pending_tool_calls  # run zero waits in its tool
+            nursery.start_soon(partial(agent.prompt, "one", busy_policy="interrupt"))
+            await trio.testing.wait_all_tasks_blocked()
+            # The agent's task now waits for run zero to end; the change queues behind "one".
+            nursery.start_soon(getattr(agent, change), value(model))
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        await agent.prompt("two")
+    assert seen == [before, after]

@@ -82,7 +82,7 @@ async def test_a_finished_prompt_leaves_nothing_to_the_cyclic_collector() -> Non
         await agent.prompt("warm up")  # first-use work (imports, caches) out of the way
         with cyclic_garbage() as garbage:
             for text in ("one", "two"):
-                agent.reset()
+                await agent.reset()
                 faux.append_responses([respond, respond])
                 await agent.prompt(text)
         assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]

@@ -283,10 +283,19 @@ async def test_context_over_rpc_get_context_and_a_prompt(tmp_path: pathlib.Path)
         await session.prompt("hello")
         commands = SessionCommands(session)
         entries = len(manager.get_entries())
-        await commands.run(rpc.GetContext(id=1), respond)
-        await commands.run(rpc.GetContext(ephemeral=True, full=True, id=2), respond)
-        await commands.run(rpc.Prompt(message="/context --ephemeral", id=3), respond)
-        await commands.run(rpc.Prompt(message="/context --nope", id=4), respond)
+        await commands.run(rpc.decode_command({"type": "get_context", "id": 1}), respond)
+        await commands.run(
+            rpc.decode_command({"type": "get_context", "ephemeral": True, "full": True, "id": 2}),
+            respond,
+        )
+        await commands.run(
+            rpc.decode_command({"type": "prompt", "message": "/context --ephemeral", "id": 3}),
+            respond,
+        )
+        await commands.run(
+            rpc.decode_command({"type": "prompt", "message": "/context --nope", "id": 4}),
+            respond,
+        )
         assert len(manager.get_entries()) == entries
     assert faux.state.call_count == 1
     plain, full, prompted, bad = answers

@@ -574,7 +574,7 @@ async def test_abort_bash_during_a_slow_user_bash_handler_is_quick(
         nursery.start_soon(run)
         await trio.testing.wait_all_tasks_blocked()
         start = trio.current_time()
-        s.abort_bash()
+        await s.abort_bash()
         await trio.testing.wait_all_tasks_blocked()
         assert trio.current_time() - start < QUIET_WITHIN
         assert results and results[0].cancelled

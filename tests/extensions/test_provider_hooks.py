@@ -148,7 +148,7 @@ async def test_after_provider_response_sees_a_final_error_status() -> None:
     )
     handler = error_handler(429, {"error": {"message": "slow down"}}, {"retry-after": "30"})
     async with serve(handler) as server, await _session(runner, server.url("/v1")) as session:
-        session.set_auto_retry_enabled(False)
+        await session.set_auto_retry_enabled(False)
         await session.prompt("hi")
         assert session.messages[-1].stop_reason == "error"
     assert seen == [(429, "30")]

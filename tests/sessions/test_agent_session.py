@@ -734,7 +734,7 @@ async def test_a_sessions_request_is_prepared_in_a_scheduler_step_of_its_own() -
     not part of the pass that opened their runs and recorded their prompts."""
     faux, registry = make_faux()
     async with open_session(faux, registry) as session:
-        prepare = session.agent.prepare_request
+        prepare = session._actor.agent.prepare_request
         assert prepare is not None
         draft = RequestDraft(
             system_prompt="system",

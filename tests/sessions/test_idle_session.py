@@ -86,7 +86,7 @@ async def test_closing_an_idle_session_closes_its_agent() -> None:
     """A session closed before any prompt leaves an agent that refuses commands and queues."""
     faux, registry = make_faux()
     async with open_session(faux, registry) as session:
-        agent = session.agent
+        agent = session._actor.agent
     with pytest.raises(UsageError, match="closed"):
         await agent.prompt("too late")
     with pytest.raises(trio.ClosedResourceError):
@@ -99,7 +99,7 @@ async def test_concurrent_first_runs_start_one_agent_task() -> None:
     """Two callers racing to start the agent wait for one start and both find it running."""
     faux, registry = make_faux()
     async with open_session(faux, registry) as session:
-        agent = session.agent
+        agent = session._actor.agent
         async with trio.open_nursery() as owner:
             async with trio.open_nursery() as racers:
                 for _ in range(3):
@@ -169,7 +169,7 @@ async def test_session_actor_has_no_instance_dict(tmp_path: Path) -> None:
     async with open_session(faux, registry, manager=manager) as session:
         actor = session._actor
         assert not hasattr(actor, "__dict__")
-        session.abort_bash()
+        await session.abort_bash()
         assert actor._user_bash is None
         result = await session.execute_bash("echo hi")
         assert result.output == "hi\n"
@@ -251,7 +251,7 @@ async def test_retry_state_is_made_by_the_first_run(autojump_clock: trio.testing
     async with open_session(faux, registry) as session:
         assert session._actor._retry is None
         assert (session.is_retrying, session.retry_attempt) == (False, 0)
-        session.abort_retry()
+        await session.abort_retry()
         await session.abort()
         await session.prompt("one")
         assert session._actor._retry is not None
@@ -314,7 +314,7 @@ async def test_the_agent_started_by_a_session_opens_no_nursery_of_its_own(
             assert sum(name.endswith("Agent._drive") for name in names) == 1
             assert agent_task.child_nurseries == []
             caller.cancel_scope.cancel()
-        agent = session.agent
+        agent = session._actor.agent
     with pytest.raises(UsageError, match="closed"):
         await agent.prompt("after the close")
     last = session.messages[-1]

@@ -231,7 +231,7 @@ async def test_retry_disabled_or_permanent_errors_end_the_prompt(
         events = Events()
         session.subscribe(events)
         await session.prompt("one")
-        session.set_auto_retry_enabled(True)
+        await session.set_auto_retry_enabled(True)
         assert session.auto_retry_enabled
         await session.prompt("two")
         assert events.of("auto_retry_start") == events.of("auto_retry_end") == []

@@ -452,16 +452,26 @@ async def test_a_thousand_sessions_under_mixed_commands_end_valid(
     await trio.testing.wait_all_tasks_blocked()
 
 
-async def test_the_retry_actor_starts_with_the_first_retry(
+async def test_the_retry_backoff_is_a_wait_in_the_prompts_job(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """An idle session keeps no retry task; the first transient error starts it, and it retries."""
+    """The backoff before a retry runs in the prompt's own job task (no retry task of its
+    own), and the retry then happens."""
     faux, registry = make_faux()
-    faux.set_responses([reply("fine"), fail("503 overloaded"), reply("recovered")])
-    async with open_session(faux, registry) as session:
-        await session.prompt("one")
-        assert session._actor._retry_actor._inbox is None
-        await session.prompt("two")
-        assert session._actor._retry_actor._inbox is not None
+    faux.set_responses([fail("503 overloaded"), reply("recovered")])
+    async with open_session(faux, registry) as session, trio.open_nursery() as nursery:
+        nursery.start_soon(session.prompt, "one")
+        while not session.is_retrying:
+            await trio.testing.wait_all_tasks_blocked()
+        names: list[str] = []
+        stack = [trio.lowlevel.current_root_task()]
+        while stack:
+            task = stack.pop()
+            if task is not None:
+                names.append(task.name)
+                stack.extend(t for n in task.child_nurseries for t in n.child_tasks)
+        assert any(name.endswith("_run_job") for name in names)
+        assert not any("Retry" in name for name in names)
+        await session.wait_for_idle()
         last = session.messages[-1]
         assert isinstance(last, AssistantMessage) and last.text() == "recovered"

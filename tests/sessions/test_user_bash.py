@@ -196,7 +196,7 @@ async def test_abort_bash_kills_a_running_command(tmp_path: Path) -> None:
             nursery.start_soon(run)
             await started.wait()
             assert session.is_bash_running
-            session.abort_bash()
+            await session.abort_bash()
         [result] = results
         assert not session.is_bash_running
         assert result.cancelled
