@@ -27,7 +27,7 @@ from pitrio.host import (
 )
 from pitrio.host import ServedSession as Served
 from pitrio.host import register_bench_faux as setup_faux
-from pitrio.host._load_script import BENCH_CWD, WORDS
+from pitrio.host.load._script import BENCH_CWD, WORDS
 from pitrio.providers import FauxProvider, ProviderRegistry
 
 __all__ = [

@@ -55,7 +55,7 @@ the same ``dict``, returning the values of the ``__init__`` fields (in declarati
 with unknown keys.
 
 Why: the session loader keeps a message line as its parts (see
-``pitrio.sessions._entry_columns``) and builds the entry only when it is asked for.
+``pitrio.sessions.storage._entry_columns``) and builds the entry only when it is asked for.
 """
 
 

@@ -22,8 +22,10 @@ defined, and seals it:
 ``pitrio.actors._codec.ACTORS_CODEC`` (derived from the tools codec)
     ``AgentMessage`` (with the custom roles of :func:`pitrio.actors.register_agent_message`),
     ``AgentEvent``.
-``pitrio.sessions._codec.SESSIONS_CODEC`` (derived from the actors codec)
-    session entries, the coding agent's message kinds, ``AgentSessionEvent``.
+``pitrio.sessions.storage._codec.SESSIONS_CODEC`` (derived from the actors codec)
+    session entries, the coding agent's message kinds.
+``pitrio.sessions.runtime._events_codec.EVENTS_CODEC`` (derived from the sessions codec)
+    ``AgentSessionEvent``.
 
 A derived codec is a copy (``make_codec(base)``), so a higher layer never changes what a lower
 layer's codec knows, and a sealed codec refuses registrations. Discriminated unions (``role`` for
@@ -604,7 +606,8 @@ derives from it."""
 # Highest layer first; each layer's codec is a superset of the ones below it (each derives from
 # the one below). Looked up by name in sys.modules, so this floor module imports no layer.
 _LAYER_CODECS: Final = (
-    ("pitrio.sessions._codec", "SESSIONS_CODEC"),
+    ("pitrio.sessions.runtime._events_codec", "EVENTS_CODEC"),
+    ("pitrio.sessions.storage._codec", "SESSIONS_CODEC"),
     ("pitrio.actors._codec", "ACTORS_CODEC"),
     ("pitrio.tools._codec", "TOOLS_CODEC"),
     ("pitrio.providers._codec", "PROVIDERS_CODEC"),

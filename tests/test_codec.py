@@ -165,7 +165,7 @@ def test_keys_come_out_in_pi_s_order_when_an_optional_field_is_set() -> None:
     """An errored assistant message encodes ``errorMessage`` before ``timestamp``, byte for
     byte as pi 0.73.1 writes it (cattrs alone puts the optional key last)."""
     from pitrio.providers import AssistantMessage
-    from pitrio.sessions._codec import SESSIONS_CODEC
+    from pitrio.sessions.storage._codec import SESSIONS_CODEC
 
     pi = load_jsonl("faux_error.jsonl")[-1]["result"]
     ours = SESSIONS_CODEC.dumps(SESSIONS_CODEC.from_wire(AssistantMessage, pi))

@@ -47,7 +47,8 @@ from pitrio.sessions import (
     SessionManager,
     SessionMessageEntry,
 )
-from pitrio.sessions._codec import SESSIONS_CODEC
+from pitrio.sessions.runtime._events_codec import EVENTS_CODEC
+from pitrio.sessions.storage._codec import SESSIONS_CODEC
 from pitrio.tools import AgentTool, AgentToolResult, text_result
 from pitrio.tools._codec import TOOLS_CODEC
 
@@ -59,6 +60,7 @@ CODECS: list[tuple[int, WireCodec]] = [
     (1, TOOLS_CODEC),
     (2, ACTORS_CODEC),
     (3, SESSIONS_CODEC),
+    (4, EVENTS_CODEC),
 ]
 
 
@@ -83,7 +85,7 @@ def _samples() -> list[tuple[int, str, Any, Any]]:
          "errorMessage": "overloaded"},
     ]  # fmt: skip
     for i, event in enumerate(session_events):
-        samples.append((3, f"session_event:{i}", AgentSessionEvent, event))
+        samples.append((4, f"session_event:{i}", AgentSessionEvent, event))
     return samples
 
 
@@ -103,8 +105,8 @@ UNKNOWN_UNIONS = [
 
 
 def test_samples_cover_every_layer() -> None:
-    """The round-trip samples include unions of the providers, actors and sessions layers."""
-    assert {owner for owner, *_ in SAMPLES} == {0, 2, 3}
+    """The round-trip samples include unions of the providers, actors, session files and events."""
+    assert {owner for owner, *_ in SAMPLES} == {0, 2, 3, 4}
     assert UNKNOWN_UNIONS
 
 
@@ -258,7 +260,7 @@ def test_a_derived_codec_decodes_base_unions_with_its_own_knowledge() -> None:
 
 def test_public_helpers_use_the_widest_codec_loaded() -> None:
     """pitrio.codec.from_wire decodes session entries once the sessions layer is imported."""
-    assert widest_codec() is SESSIONS_CODEC
+    assert widest_codec() is EVENTS_CODEC
     line = load_jsonl("sessions/all_entry_types.jsonl")[1]
     assert from_wire(SessionEntry, line) == SESSIONS_CODEC.from_wire(SessionEntry, line)
 
@@ -337,3 +339,11 @@ def test_a_registered_message_round_trips_through_a_session_file(tmp_path: Path)
     assert messages[1] == note
     assert type(messages[1]) is NoteMessage
     assert [SESSIONS_CODEC.to_wire(e) for e in reopened.get_entries()] == lines[1:]
+
+
+def test_the_session_file_codec_knows_entries_not_live_events() -> None:
+    """The file codec (storage) decodes entries only; session events need the runtime's codec."""
+    event = {"type": "queue_update", "steering": ["a"], "followUp": []}
+    with pytest.raises(WireFormatError, match="not a union this codec knows"):
+        SESSIONS_CODEC.from_wire(AgentSessionEvent, event)
+    assert EVENTS_CODEC.to_wire(EVENTS_CODEC.from_wire(AgentSessionEvent, event)) == event

@@ -48,7 +48,9 @@ def imports_of(path: Path) -> Iterator[str]:
                 target = node.module or ""
             if target.startswith("pitrio"):
                 yield target
-                for alias in node.names:  # `from pitrio.sessions import _agent_session_tree`
+                for (
+                    alias
+                ) in node.names:  # `from pitrio.sessions.runtime import _agent_session_tree`
                     yield f"{target}.{alias.name}"
 
 
@@ -103,3 +105,50 @@ def test_no_private_module_imports_its_importer() -> None:
         if node not in state:
             visit(node, [node])
     assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+SUBLAYERS = {
+    "sessions": ["resources", "storage", "settings", "context", "compaction", "runtime"],
+    "host": ["rpc", "ws", "load"],
+}
+"""Inside a layer, its subpackages bottom to top (ARCHITECTURE.md s.1): a subpackage imports
+its own and the ones below it; the layer's ``__init__`` and public modules sit on top."""
+
+
+def sublayer_of(module: str) -> tuple[str, int] | None:
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] in SUBLAYERS and parts[2] in SUBLAYERS[parts[1]]:
+        return parts[1], SUBLAYERS[parts[1]].index(parts[2])
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if sublayer_of(m) is not None))
+def test_subpackages_import_only_downward(module: str) -> None:
+    """Inside ``sessions`` and ``host``, a subpackage imports nothing from one above it, nor
+    from the layer's top (its ``__init__`` or public modules)."""
+    place = sublayer_of(module)
+    assert place is not None
+    layer, own = place
+    wrong = []
+    for target in GRAPH[module]:
+        parts = target.split(".")
+        if len(parts) < 2 or parts[1] != layer:
+            continue
+        below = sublayer_of(target)
+        if below is None or below[1] > own:
+            wrong.append(target)
+    assert wrong == [], f"{module} imports from above its subpackage: {sorted(wrong)}"
+
+
+def test_every_module_of_sessions_and_host_sits_in_a_subpackage() -> None:
+    """``sessions`` and ``host`` keep only their ``__init__`` and public modules at the top;
+    implementation modules live in a subpackage."""
+    loose = sorted(
+        m
+        for m in MODULES
+        if m.split(".")[1:2]
+        and m.split(".")[1] in SUBLAYERS
+        and len(m.split(".")) == 3
+        and m.split(".")[2].startswith("_")
+    )
+    assert loose == []

@@ -26,12 +26,12 @@ from typing import Any, Final
 import attrs
 
 from pitrio.sessions import FileSettingsStorage, SettingsManager, run_file_work
-from pitrio.sessions._settings import SettingsScope
 from pitrio.sessions.resources import (
     AgentDirs,
     Resources,
     load_resources,
 )
+from pitrio.sessions.settings._settings import SettingsScope
 from pitrio.tools import AgentTool
 from pitrio.tools.builtin import (
     BashOperations,

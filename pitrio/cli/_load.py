@@ -141,7 +141,7 @@ def load_main(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
         return 2
     progress = None if args.quiet else sys.stderr
     if config.target == "inproc":
-        from pitrio.host._tuning import tune_gc_for_many_sessions
+        from pitrio.host.ws._tuning import tune_gc_for_many_sessions
 
         tune_gc_for_many_sessions()  # this process holds the sessions
     try:

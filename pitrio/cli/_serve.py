@@ -361,7 +361,7 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     environ = dict(os.environ if env is None else env)
     cwd = os.getcwd()
     configure_logging(err)
-    from pitrio.host._tuning import tune_gc_for_many_sessions
+    from pitrio.host.ws._tuning import tune_gc_for_many_sessions
 
     tune_gc_for_many_sessions()
 

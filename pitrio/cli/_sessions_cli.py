@@ -21,8 +21,8 @@ from pitrio.sessions import (
     SessionManager,
     get_default_session_dir,
 )
-from pitrio.sessions._paths import encode_cwd, find_most_recent_session, list_session_dir
 from pitrio.sessions.resources import AgentDirs
+from pitrio.sessions.storage._paths import encode_cwd, find_most_recent_session, list_session_dir
 
 PickSession = Callable[[Sequence[SessionInfo]], "SessionInfo | None"]
 """Asks the user to choose a session for ``-r`` (``None``: nothing chosen)."""

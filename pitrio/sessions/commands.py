@@ -1,6 +1,7 @@
 """The commands an :class:`~pitrio.sessions.AgentSession` executes, for the layers above.
 
-One import point for the session's command vocabulary (:mod:`pitrio.sessions._session_commands`):
+One import point for the session's command vocabulary
+(:mod:`pitrio.sessions.runtime._session_commands`):
 the facade's methods build these, :meth:`AgentSession.execute
 <pitrio.sessions.AgentSession.execute>` sends one built elsewhere, and RPC mode and the
 websocket host decode pi's JSON commands into them.
@@ -8,7 +9,7 @@ websocket host decode pi's JSON commands into them.
 
 from __future__ import annotations
 
-from pitrio.sessions._session_commands import (
+from pitrio.sessions.runtime._session_commands import (
     Abort,
     AbortBash,
     AbortBranchSummary,

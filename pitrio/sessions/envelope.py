@@ -2,12 +2,44 @@
 
 One import point for the envelope (:class:`ContextEnvelope` and its parts), the patch ops,
 :func:`apply_patch`, the ``context`` and ``message_end`` results, the wire forms and the
-``/context`` views (:mod:`pitrio.sessions._context_view`).
+``/context`` views (:mod:`pitrio.sessions.runtime._context_view`).
 """
 
 from __future__ import annotations
 
-from pitrio.sessions._context_ops import (
+from pitrio.sessions.context._envelope import (
+    ContextEnvelope,
+    ContextMessages,
+    ContextMeta,
+    ContextPatchError,
+    ContextReason,
+    ContextResult,
+    GenerationOptions,
+    MessageEndResult,
+    SystemPrompt,
+    apply_patch,
+    replace_messages,
+    unknown_tool_names,
+)
+from pitrio.sessions.context._envelope_wire import (
+    decode_context_result,
+    decode_patch,
+    envelope_to_wire,
+)
+from pitrio.sessions.runtime._context_view import (
+    ContextCommand,
+    ContextRenderer,
+    ContextView,
+    build_context_view,
+    context_answer,
+    context_prompt_answer,
+    context_to_wire,
+    is_context_command,
+    parse_context_command,
+    render_context,
+    session_renderers,
+)
+from pitrio.sessions.storage._context_ops import (
     CONTEXT_PATCH_OP_TYPES,
     CompactionApplyOp,
     ContextPatchOp,
@@ -23,34 +55,6 @@ from pitrio.sessions._context_ops import (
     ToolsRemoveOp,
     ToolsReplaceOp,
 )
-from pitrio.sessions._context_view import (
-    ContextCommand,
-    ContextRenderer,
-    ContextView,
-    build_context_view,
-    context_answer,
-    context_prompt_answer,
-    context_to_wire,
-    is_context_command,
-    parse_context_command,
-    render_context,
-    session_renderers,
-)
-from pitrio.sessions._envelope import (
-    ContextEnvelope,
-    ContextMessages,
-    ContextMeta,
-    ContextPatchError,
-    ContextReason,
-    ContextResult,
-    GenerationOptions,
-    MessageEndResult,
-    SystemPrompt,
-    apply_patch,
-    replace_messages,
-    unknown_tool_names,
-)
-from pitrio.sessions._envelope_wire import decode_context_result, decode_patch, envelope_to_wire
 
 __all__ = [
     "CONTEXT_PATCH_OP_TYPES",

@@ -35,7 +35,7 @@ from pitrio.providers import (
     faux_tool_call,
 )
 from pitrio.sessions import SessionManager
-from pitrio.sessions._paths import encode_cwd
+from pitrio.sessions.storage._paths import encode_cwd
 from pitrio.tools.builtin import BashTool
 
 CLI_GUARD_S = 60

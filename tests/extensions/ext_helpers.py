@@ -23,7 +23,7 @@ from pitrio.providers import (
     register_faux_provider,
 )
 from pitrio.sessions import SessionManager
-from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions.settings._settings import SettingsManager
 
 OLD_CLOCK_MS = 1_000_000_000_000
 

@@ -15,12 +15,16 @@ import trio.testing
 
 from pitrio.actors import MessageEndEvent
 from pitrio.extensions import ExtensionAPI
-from pitrio.host import _rpc_types as rpc
-from pitrio.host._rpc_commands import SessionCommands
+from pitrio.host.rpc import _types as rpc
+from pitrio.host.rpc._commands import SessionCommands
 from pitrio.providers import AssistantMessage, UserMessage, faux_assistant_message
 from pitrio.sessions import ExtensionErrorEvent, SessionManager
-from pitrio.sessions._entries import ContextTransformEntry, EphemeralEntry, SessionMessageEntry
 from pitrio.sessions.envelope import build_context_view
+from pitrio.sessions.storage._entries import (
+    ContextTransformEntry,
+    EphemeralEntry,
+    SessionMessageEntry,
+)
 from tests.extensions.ext_helpers import make_faux, make_runner, open_session
 from tests.extensions.test_context_examples import Recorder, text_of
 

@@ -9,8 +9,12 @@ from typing import Any
 from pitrio.extensions import ExtensionRunner, HeadlessUI, load_extension
 from pitrio.providers import AssistantMessage, Context, TextContent, faux_assistant_message
 from pitrio.sessions import SessionManager
-from pitrio.sessions._entries import ContextTransformEntry, EphemeralEntry, SessionMessageEntry
 from pitrio.sessions.envelope import build_context_view, render_context
+from pitrio.sessions.storage._entries import (
+    ContextTransformEntry,
+    EphemeralEntry,
+    SessionMessageEntry,
+)
 from tests.extensions.ext_helpers import make_faux, open_session
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "extensions"

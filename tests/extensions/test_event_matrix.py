@@ -24,7 +24,7 @@ from pitrio.providers import (
     register_faux_provider,
 )
 from pitrio.sessions import BashResult, CompactionError, SessionManager
-from pitrio.sessions._entries import BranchSummaryEntry, SessionMessageEntry
+from pitrio.sessions.storage._entries import BranchSummaryEntry, SessionMessageEntry
 from pitrio.tools import AgentTool, AgentToolResult, FunctionTool, text_result
 
 QUIET_WITHIN = 0.1

@@ -18,7 +18,7 @@ from pitrio.extensions import ExtensionAPI, ExtensionRunner, open_extension_sess
 from pitrio.providers import Model, ModelCost, ProviderRegistry, TextContent
 from pitrio.providers._openai_completions import register_openai_completions
 from pitrio.sessions import SessionManager
-from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions.settings._settings import SettingsManager
 from pitrio.tools import AgentTool, AgentToolResult, FunctionTool, text_result
 
 from fixtures_openai_completions import chunk, frame, text_stream, usage

@@ -35,8 +35,8 @@ from trio_websocket import WebSocketConnection
 
 from pitrio.cli._serve import make_session_factory
 from pitrio.host import Host, HostConfig, open_host
-from pitrio.host._host import LiveSession
-from pitrio.host._ws_client import Client
+from pitrio.host.ws._client import Client
+from pitrio.host.ws._host import LiveSession
 from pitrio.sessions import AgentSession
 from tests.host.serve_helpers import faux_env
 

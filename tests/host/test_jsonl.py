@@ -1,4 +1,4 @@
-"""pitrio's ``JSON.parse`` stand-in (``pitrio/host/_jsonl.py``) answers as V8 does.
+"""pitrio's ``JSON.parse`` stand-in (``pitrio/host/rpc/_jsonl.py``) answers as V8 does.
 
 pi puts V8's own ``JSON.parse`` message into its ``parse`` error (``Failed to parse command:
 Unexpected token 'a', "abc" is not valid JSON``), and echoes parsed values with
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pitrio.host import LineSplitter, LineTooLong
-from pitrio.host._jsonl import (
+from pitrio.host.rpc._jsonl import (
     EXACT_ERROR_CHARS,
     MAX_JSON_DEPTH,
     JsonParseError,

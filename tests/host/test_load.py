@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pitrio.host import LOAD_PRESETS, Histogram, LoadConfig, percentile, run_load
-from pitrio.host._load import ideal_latency
-from pitrio.host._load_script import SCRIPTED_FAILURE
+from pitrio.host.load._run import ideal_latency
+from pitrio.host.load._script import SCRIPTED_FAILURE
 
 from fixtures_openai_completions import _pieces, chunk, frame, text_chunks
 from loopback import Request, ResponseWriter, serve

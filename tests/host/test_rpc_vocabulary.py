@@ -15,8 +15,8 @@ from pitrio.providers import ImageContent, ProviderRegistry, faux_assistant_mess
 from pitrio.providers import register_faux_provider as register
 from pitrio.sessions import AgentSession, SessionManager, open_agent_session
 from pitrio.sessions import commands as cmd
-from pitrio.sessions._session_actor import SessionActor
-from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions.runtime._session_actor import SessionActor
+from pitrio.sessions.settings._settings import SettingsManager
 
 Call = Callable[[AgentSession], Awaitable[Any]]
 

@@ -43,8 +43,8 @@ import trio.testing
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from pitrio.host import Host, HostLimits
-from pitrio.host._host import HARD_FRAME_FACTOR, LiveSession
-from pitrio.host._ws_client import Client as HostClient
+from pitrio.host.ws._client import Client as HostClient
+from pitrio.host.ws._host import HARD_FRAME_FACTOR, LiveSession
 from pitrio.sessions import AgentSession
 from tests.host.serve_helpers import open_client, open_test_host
 

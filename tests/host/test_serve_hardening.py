@@ -413,7 +413,7 @@ async def test_a_client_token_cannot_open_another_tokens_session_by_its_file(
 def test_generated_tokens_never_start_with_a_dash() -> None:
     """A token starting with '-' reads as an option on a command line (`pitrio load --token
     -x...` failed now and then); 2,000 draws of the host's generator never start with one."""
-    from pitrio.host._host import new_token
+    from pitrio.host.ws._host import new_token
 
     tokens = [new_token(24) for _ in range(2000)]
     assert not [t for t in tokens if t.startswith("-")]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from pitrio.cli._load import load_main
-from pitrio.host._tuning import MANY_SESSIONS_GC_THRESHOLD
+from pitrio.host.ws._tuning import MANY_SESSIONS_GC_THRESHOLD
 
 
 def test_pitrio_load_in_process_sets_the_many_sessions_gc_threshold() -> None:

@@ -185,7 +185,7 @@ def assert_error(message: AssistantMessage, *fragments: str) -> str:
 def retryable(text: str) -> bool:
     """Whether both pitrio's default retry pattern and pi's wider one retry ``text``."""
     # Imported here: the session layer sits above providers, only these checks need it.
-    from pitrio.sessions._retry import PI_RETRYABLE_ERROR_PATTERN, RETRYABLE_ERROR_PATTERN
+    from pitrio.sessions.runtime._retry import PI_RETRYABLE_ERROR_PATTERN, RETRYABLE_ERROR_PATTERN
 
     return bool(RETRYABLE_ERROR_PATTERN.search(text) and PI_RETRYABLE_ERROR_PATTERN.search(text))
 

@@ -13,7 +13,7 @@ from session_script import counter_ids
 from pitrio import _wire_fast
 from pitrio.codec import dumps
 from pitrio.sessions import load_session_file
-from pitrio.sessions._codec import ENTRY_BUILDERS, SESSIONS_CODEC, decode_entry
+from pitrio.sessions.storage._codec import ENTRY_BUILDERS, SESSIONS_CODEC, decode_entry
 
 
 def main(data: Path) -> None:

@@ -25,9 +25,9 @@ from pitrio.providers import (
     register_faux_provider,
 )
 from pitrio.sessions import SessionManager
-from pitrio.sessions._agent_session import AgentSession, open_agent_session
-from pitrio.sessions._compaction_prompts import SUMMARIZATION_SYSTEM_PROMPT
-from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions.compaction._compaction_prompts import SUMMARIZATION_SYSTEM_PROMPT
+from pitrio.sessions.runtime._agent_session import AgentSession, open_agent_session
+from pitrio.sessions.settings._settings import SettingsManager
 
 OLD_CLOCK_MS = 1_000_000_000_000
 """Entry timestamps (2001): earlier than every message, so compaction checks never take a

@@ -34,17 +34,17 @@ from pitrio.sessions import (
     ThinkingLevelChangeEntry,
     load_session_file,
 )
-from pitrio.sessions._agent_session import AgentSession
-from pitrio.sessions._agent_session_compaction import OVERFLOW_RECOVERY_FAILED
-from pitrio.sessions._agent_session_types import (
+from pitrio.sessions.compaction._compaction import CompactionError, CompactionResult
+from pitrio.sessions.runtime._agent_session import AgentSession
+from pitrio.sessions.runtime._agent_session_compaction import OVERFLOW_RECOVERY_FAILED
+from pitrio.sessions.runtime._agent_session_types import (
     BeforeAgentStartResult,
     BeforeCompactResult,
     InputResult,
     SessionHooks,
 )
-from pitrio.sessions._compaction import CompactionError, CompactionResult
-from pitrio.sessions._session_actor import SessionActor
-from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions.runtime._session_actor import SessionActor
+from pitrio.sessions.settings._settings import SettingsManager
 
 from session_helpers import (
     OLD_CLOCK_MS,

@@ -25,7 +25,7 @@ from pitrio.sessions import (
     CustomMessage,
     SessionManager,
 )
-from pitrio.sessions._compaction import (
+from pitrio.sessions.compaction._compaction import (
     CompactionError,
     compact,
     effective_reserve,
@@ -35,19 +35,19 @@ from pitrio.sessions._compaction import (
     prepare_compaction,
     should_compact,
 )
-from pitrio.sessions._compaction_branch import (
+from pitrio.sessions.compaction._compaction_branch import (
     collect_entries_for_branch_summary,
     generate_branch_summary,
     prepare_branch_entries,
 )
-from pitrio.sessions._compaction_prompts import (
+from pitrio.sessions.compaction._compaction_prompts import (
     BRANCH_SUMMARY_PREAMBLE,
     SUMMARIZATION_PROMPT,
     TURN_PREFIX_SUMMARIZATION_PROMPT,
     UPDATE_SUMMARIZATION_PROMPT,
 )
-from pitrio.sessions._compaction_utils import serialize_conversation
-from pitrio.sessions._settings import CompactionSettings
+from pitrio.sessions.compaction._compaction_utils import serialize_conversation
+from pitrio.sessions.settings._settings import CompactionSettings
 
 from session_helpers import (
     OLD_CLOCK_MS,

@@ -17,7 +17,7 @@ from pitrio.sessions import (
     CompactionSummaryMessage,
     CustomMessage,
 )
-from pitrio.sessions._messages import IMAGES_BLOCKED_TEXT, convert_to_llm
+from pitrio.sessions.context._messages import IMAGES_BLOCKED_TEXT, convert_to_llm
 
 IMAGE = ImageContent(data="AAAA", mime_type="image/png")
 

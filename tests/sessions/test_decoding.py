@@ -14,7 +14,7 @@ from session_script import SESSIONS_DATA
 
 from pitrio.codec import WireFormatError, dumps
 from pitrio.sessions import SessionEntry, SessionHeader, decode_entry
-from pitrio.sessions._codec import SESSIONS_CODEC
+from pitrio.sessions.storage._codec import SESSIONS_CODEC
 
 
 class _SlowDict(dict[str, Any]):

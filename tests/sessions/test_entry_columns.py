@@ -20,8 +20,8 @@ from pitrio.sessions import (
     build_session_context,
     load_session_file,
 )
-from pitrio.sessions._codec import decode_entry
-from pitrio.sessions._context import SessionTreeCycle
+from pitrio.sessions.storage._codec import decode_entry
+from pitrio.sessions.storage._context import SessionTreeCycle
 
 ACCELERATED: Final = pytest.mark.skipif(
     not _wire_fast.ENABLED, reason="PITRIO_ACCELERATORS=0: the loader builds every entry"

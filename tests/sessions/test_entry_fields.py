@@ -14,7 +14,7 @@ from pitrio import _wire_fast
 from pitrio._wire_fast import _Slow
 from pitrio.codec import WireFormatError
 from pitrio.sessions import SessionMessageEntry, load_session_file
-from pitrio.sessions._codec import ENTRY_BUILDERS, decode_entry
+from pitrio.sessions.storage._codec import ENTRY_BUILDERS, decode_entry
 
 ACCELERATED: Final = pytest.mark.skipif(
     not _wire_fast.ENABLED, reason="PITRIO_ACCELERATORS=0: no generated decoders"

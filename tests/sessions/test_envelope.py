@@ -6,9 +6,19 @@ import pytest
 
 from pitrio.providers import Tool, UserMessage
 from pitrio.sessions import SessionManager
-from pitrio.sessions._agent_session_types import SessionHooks
-from pitrio.sessions._context_engine import ContextEngine
-from pitrio.sessions._context_ops import (
+from pitrio.sessions.context._envelope import (
+    ContextEnvelope,
+    ContextMeta,
+    ContextPatchError,
+    GenerationOptions,
+    SystemPrompt,
+    apply_patch,
+)
+from pitrio.sessions.context._envelope_wire import decode_patch
+from pitrio.sessions.resources import build_system_prompt, split_system_prompt
+from pitrio.sessions.runtime._agent_session_types import SessionHooks
+from pitrio.sessions.runtime._context_engine import ContextEngine
+from pitrio.sessions.storage._context_ops import (
     CompactionApplyOp,
     MessagesCachedReplaceOp,
     MessagesUncachedAppendOp,
@@ -20,16 +30,6 @@ from pitrio.sessions._context_ops import (
     ToolsRemoveOp,
     ToolsReplaceOp,
 )
-from pitrio.sessions._envelope import (
-    ContextEnvelope,
-    ContextMeta,
-    ContextPatchError,
-    GenerationOptions,
-    SystemPrompt,
-    apply_patch,
-)
-from pitrio.sessions._envelope_wire import decode_patch
-from pitrio.sessions.resources import build_system_prompt, split_system_prompt
 from tests.actors.helpers import assistant
 
 

@@ -94,7 +94,7 @@ def test_an_object_with_as_many_keys_as_known_but_one_unknown_decodes_as_before(
     extra, or the error)."""
     from pitrio.codec import WireFormatError
     from pitrio.providers import Cost, Usage
-    from pitrio.sessions._codec import SESSIONS_CODEC
+    from pitrio.sessions.storage._codec import SESSIONS_CODEC
 
     cost = {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "total": 3}
     whole = {"input": 5, "output": 7, "cacheRead": 1, "cacheWrite": 2, "totalTokens": 15}
@@ -121,7 +121,7 @@ def test_decoded_messages_are_frozen_objects_of_their_class() -> None:
     """The objects are exactly of the class, frozen, equal to the constructor's, with unknown
     keys kept in ``extra``."""
     from pitrio.providers import AssistantMessage, Cost, TextContent, ToolCall, Usage
-    from pitrio.sessions._codec import SESSIONS_CODEC
+    from pitrio.sessions.storage._codec import SESSIONS_CODEC
 
     usage = {
         "input": 1,

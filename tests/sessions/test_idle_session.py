@@ -179,7 +179,7 @@ async def test_session_actor_has_no_instance_dict(tmp_path: Path) -> None:
 def test_a_delivered_queued_text_leaves_the_queue_once() -> None:
     """The queued texts are tuples now: a delivered text removes its first occurrence only,
     as list.remove did, and the rest keep their order."""
-    from pitrio.sessions._session_actor import _without
+    from pitrio.sessions.runtime._session_actor import _without
 
     assert _without(("a", "b", "a"), "a") == ("b", "a")
     assert _without(("a", "b", "a"), "b") == ("a", "a")

@@ -14,7 +14,7 @@ import trio.testing
 from pitrio.codec import to_wire
 from pitrio.providers import AssistantMessage, default_registry, faux_assistant_message, get_model
 from pitrio.sessions import SessionMessageEntry
-from pitrio.sessions._retry import (
+from pitrio.sessions.runtime._retry import (
     PI_RETRYABLE_ERROR_PATTERN,
     RETRY_CANCELLED,
     AutoRetryEndEvent,
@@ -24,7 +24,7 @@ from pitrio.sessions._retry import (
     requested_delay_ms,
     retry_delay_ms,
 )
-from pitrio.sessions._settings import RetrySettings, SettingsManager
+from pitrio.sessions.settings._settings import RetrySettings, SettingsManager
 
 import fixtures_openai_completions as openai_fx
 from loopback import error_handler, sequence_handler, serve, sse_handler

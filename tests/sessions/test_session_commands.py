@@ -13,9 +13,9 @@ from pitrio.channels import Reply
 from pitrio.providers import AssistantMessage, UserMessage
 from pitrio.sessions import SessionMessageEntry
 from pitrio.sessions import commands as cmd
-from pitrio.sessions._compaction import CompactionError
-from pitrio.sessions._retry import RETRY_CANCELLED
-from pitrio.sessions._session_actor import SessionActor
+from pitrio.sessions.compaction._compaction import CompactionError
+from pitrio.sessions.runtime._retry import RETRY_CANCELLED
+from pitrio.sessions.runtime._session_actor import SessionActor
 
 from session_helpers import Events, fail, gated, make_faux, open_session, reply
 

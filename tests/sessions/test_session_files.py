@@ -28,7 +28,7 @@ from pitrio.sessions import (
     file_limiter,
     open_persistence,
 )
-from pitrio.sessions._files import lock_holder, lock_session_file
+from pitrio.sessions.storage._files import lock_holder, lock_session_file
 
 HOLDER = Path(__file__).with_name("lock_holder.py")
 PROMPT = ("-p", "hi")
@@ -387,4 +387,4 @@ def test_persistence_does_not_import_the_manager() -> None:
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.module is not None
         }
-        assert "pitrio.sessions._manager" not in imported, name
+        assert "pitrio.sessions.storage._manager" not in imported, name

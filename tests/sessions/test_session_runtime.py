@@ -16,9 +16,9 @@ from pitrio.channels import Sequenced, Snapshot, SubscriberLagged
 from pitrio.codec import loads
 from pitrio.providers import AssistantMessage
 from pitrio.sessions import SessionManager, SessionMessageEntry, SessionSnapshot
-from pitrio.sessions._agent_session import AgentSession, open_agent_session
-from pitrio.sessions._agent_session_types import BeforeAgentStartResult, SessionHooks
-from pitrio.sessions._settings import SettingsManager
+from pitrio.sessions.runtime._agent_session import AgentSession, open_agent_session
+from pitrio.sessions.runtime._agent_session_types import BeforeAgentStartResult, SessionHooks
+from pitrio.sessions.settings._settings import SettingsManager
 
 from session_helpers import (
     Events,

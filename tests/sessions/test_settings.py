@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from pitrio.sessions import AGENT_DIR_ENV, file_limiter
-from pitrio.sessions._settings import (
+from pitrio.sessions.settings._settings import (
     CompactionSettings,
     ProviderRetrySettings,
     RetrySettings,

@@ -29,8 +29,8 @@ from pitrio.sessions import (
     SessionMessageEntry,
     bash_execution_to_text,
 )
-from pitrio.sessions._agent_session import AgentSession
-from pitrio.sessions._bash_executor import BashResult, sanitize_output
+from pitrio.sessions.runtime._agent_session import AgentSession
+from pitrio.sessions.runtime._bash_executor import BashResult, sanitize_output
 from pitrio.tools.builtin import BashExecutionError
 
 from session_helpers import file_manager, make_faux, open_session

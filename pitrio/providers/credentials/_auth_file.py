@@ -22,7 +22,7 @@ same directory and ``os.replace``, so a reader never sees half a file.
 
 Blocking file work runs in a worker thread under :func:`auth_file_limiter`, a
 :class:`trio.CapacityLimiter` of its own per Trio run: ``providers`` sits below ``sessions`` and
-cannot share the sessions' file limiter (:func:`pitrio.sessions._files.file_limiter`), and
+cannot share the sessions' file limiter (:func:`pitrio.sessions.storage._files.file_limiter`), and
 credential files are read and written rarely enough that :data:`AUTH_FILE_THREADS` threads
 never queue behind session work.
 """

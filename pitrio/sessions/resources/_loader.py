@@ -14,7 +14,7 @@ Where resources come from, in precedence order (the first skill or template of a
 Settings entries are plain paths (relative to the config folder holding the settings file,
 ``~`` expanded); pi's ``!``/``+``/``-``/glob filter patterns there are not supported yet and
 are skipped. The loading is blocking file work: call :func:`load_resources` in a worker thread
-(``pitrio.sessions._files.run_file_work``) from async code.
+(``pitrio.sessions.storage._files.run_file_work``) from async code.
 """
 
 from __future__ import annotations

@@ -1,0 +1,545 @@
+"""The websocket host's state: live sessions, tokens, limits (``pitrio serve``).
+
+::
+
+    Host.run (nursery "sessions")
+     |- LiveSession.run  one task per live session: the factory's session, its long commands
+     |                   (prompt, compact ...) in its own nursery, its idle watch
+     `- nursery "connections"
+         |- serve_listeners: one task per TCP connection (HTTP answered, or a websocket Client)
+         `- Client.serve  reader, writer, one pump per attached session (see _ws_client)
+
+A session lives in the host, not in a connection: a client that leaves (or is cut off for
+lag) does not cancel the run it started. Sessions end on ``close_session``, after the idle
+timeout with no client and no run, or when the host drains.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import secrets
+import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, Protocol
+
+import attrs
+import structlog
+import trio
+
+from pitrio._exceptions import PitrioError, UsageError
+from pitrio.host.rpc._commands import PathKind, RpcServices, SessionCommands
+from pitrio.host.rpc._types import RpcRequest
+from pitrio.host.ws._metrics import HostMetrics
+from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
+
+__all__ = [
+    "COMMANDS_PER_SECOND",
+    "COMMAND_BURST",
+    "DEFAULT_PORT",
+    "DRAIN_GRACE",
+    "IDLE_TIMEOUT",
+    "LAG_CLOSE_TIMEOUT",
+    "LONG_COMMANDS_PER_SESSION",
+    "MAX_FRAME_BYTES",
+    "MAX_SESSIONS_PER_TOKEN",
+    "OUTBOUND_QUEUE",
+    "SUBSCRIPTION_BUFFER",
+    "CommandRefused",
+    "HostApi",
+    "HostConfig",
+    "HostLimits",
+    "LiveSession",
+    "OpenedSession",
+    "SessionFactory",
+    "SessionRequest",
+    "Tokens",
+    "log_failure",
+    "resolve_session_cwd",
+]
+
+log = structlog.get_logger("pitrio.host")
+
+DEFAULT_PORT: Final = 8765
+IDLE_TIMEOUT: Final = 900.0
+"""Seconds a session with no client and no run stays open."""
+DRAIN_GRACE: Final = 10.0
+"""Seconds running turns get to finish when the host drains, before they are aborted."""
+MAX_FRAME_BYTES: Final = 1 << 20
+"""The largest command frame answered (larger: an error response)."""
+HARD_FRAME_FACTOR: Final = 4
+"""A frame over ``HARD_FRAME_FACTOR * max_frame_bytes`` is not even buffered: trio-websocket
+closes the connection with 1009 (a client that sends that much is not speaking the protocol)."""
+COMMANDS_PER_SECOND: Final = 50.0
+COMMAND_BURST: Final = 200
+MAX_SESSIONS_PER_TOKEN: Final = 100
+OUTBOUND_QUEUE: Final = 256
+"""Frames waiting for one client's socket. Beyond it the pumps wait, the client's coalescing
+subscriptions merge streamed deltas, and past their overrun the client is cut off (4008)."""
+SUBSCRIPTION_BUFFER: Final = 64
+"""Live events one attached session may hold for a client (policy ``coalesce``; cut off past
+``COALESCE_OVERRUN`` times this of events that do not merge)."""
+LAG_CLOSE_TIMEOUT: Final = 10.0
+"""Seconds a client cut off for lag gets to take its ``lagged`` frame and close frame before
+its socket is closed under it."""
+LONG_COMMANDS_PER_SESSION: Final = 16
+"""Long commands (prompt, compact ...) running at once on one session; more wait."""
+SESSION_SUFFIX: Final = ".jsonl"
+"""Session files' extension: a client-named output path may not end with it."""
+
+
+class CommandRefused(PitrioError):
+    """A host command that cannot be done; answered as an error response.
+
+    Attributes:
+        kind: the error's kind for ``/metrics`` (``unknown_session``, ``forbidden``,
+            ``session_limit`` ...), and the response's ``limit`` field for limits.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@attrs.frozen(kw_only=True)
+class HostLimits:
+    """Per-client limits and buffer sizes (docs/host-protocol.md)."""
+
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    commands_per_second: float = COMMANDS_PER_SECOND
+    command_burst: int = COMMAND_BURST
+    max_sessions_per_token: int = MAX_SESSIONS_PER_TOKEN
+    """Live sessions a client token may have created (the host token is not limited)."""
+    outbound_queue: int = OUTBOUND_QUEUE
+    subscription_buffer: int = SUBSCRIPTION_BUFFER
+    lag_close_timeout: float = LAG_CLOSE_TIMEOUT
+    socket_send_buffer: int | None = None
+    """``SO_SNDBUF`` for accepted sockets (``None``: the system's); tests make it small so
+    a client that stops reading fills it quickly."""
+
+
+@attrs.frozen(kw_only=True)
+class HostConfig:
+    """How a host listens and what it allows.
+
+    Attributes:
+        host: the address to bind (``127.0.0.1``: this machine only).
+        port: the port (0: any free one; :attr:`Host.port` tells which).
+        token: the host token (every session, ``create_token``); generated when empty.
+        session_dir: where session files are created and reopened from.
+        idle_timeout: see :data:`IDLE_TIMEOUT`.
+        drain_grace: see :data:`DRAIN_GRACE`.
+        allow_origins: origins allowed besides the host's own.
+        limits: see :class:`HostLimits`.
+        static_dir: the browser page's folder (default: the package's ``static``).
+        roots: the folders a ``create_session`` ``cwd`` must resolve inside (``realpath``,
+            so a symlink cannot lead out); empty: the folder the host was created in. A
+            relative ``cwd`` is taken from the first root.
+        allow_any_cwd: the host token (never a client token) may name any folder.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    token: str = ""
+    session_dir: str
+    idle_timeout: float = IDLE_TIMEOUT
+    drain_grace: float = DRAIN_GRACE
+    allow_origins: tuple[str, ...] = ()
+    limits: HostLimits = HostLimits()
+    static_dir: str | None = None
+    roots: tuple[str, ...] = ()
+    allow_any_cwd: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SessionRequest:
+    """What a :data:`SessionFactory` is asked to open.
+
+    Attributes:
+        session_dir: the host's session folder (new files go there).
+        session_file: a file to reopen, or ``None`` for a new session.
+        cwd: the working directory for a new session, absolute and checked against the
+            host's roots (``None``: the factory's default).
+        model: ``provider/id`` (``None``: the default).
+        thinking_level: the thinking level (``None``: the default).
+        ephemeral: keep the new session in memory (``--no-session``): no file is written,
+            so it cannot be reopened once closed.
+    """
+
+    session_dir: str
+    session_file: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    thinking_level: str | None = None
+    ephemeral: bool = False
+
+
+@attrs.frozen
+class OpenedSession:
+    """A running session and the services its commands use (``get_commands`` ...)."""
+
+    session: AgentSession
+    services: RpcServices = attrs.field(factory=RpcServices)
+    load_errors: tuple[ExtensionErrorEvent, ...] = ()
+    """Extensions that failed to load (``event`` ``"load"``): logged with the session's id
+    and published as ``extension_error`` events once its first client has attached."""
+
+
+SessionFactory = Callable[[SessionRequest], AbstractAsyncContextManager[OpenedSession]]
+"""Opens a session for the host: the context runs it, and leaving it aborts what runs and
+writes the file (as :func:`~pitrio.sessions.open_agent_session`). A request it cannot serve
+(unknown model, missing cwd) raises a :class:`~pitrio.PitrioError` or ``OSError`` before
+yielding; the message is sent to the client."""
+
+
+class Tokens:
+    """The host token and the client tokens, with the sessions each may see."""
+
+    def __init__(self, host_token: str) -> None:
+        self.host_token = host_token
+        self._clients: dict[str, set[str]] = {}
+        self.created: dict[str, int] = {}
+        """Live sessions each client token created (for the per-token limit)."""
+
+    def known(self) -> list[str]:
+        """Every valid token."""
+        return [self.host_token, *self._clients]
+
+    def is_host(self, token: str) -> bool:
+        return token == self.host_token
+
+    def create(self) -> str:
+        """A new client token that sees no session yet."""
+        token = new_token(24)
+        self._clients[token] = set()
+        return token
+
+    def exists(self, token: str) -> bool:
+        return token == self.host_token or token in self._clients
+
+    def grant(self, token: str, session_id: str) -> None:
+        """Let ``token`` open ``session_id`` (nothing to do for the host token)."""
+        sessions = self._clients.get(token)
+        if sessions is not None:
+            sessions.add(session_id)
+
+    def may_open(self, token: str, session_id: str) -> bool:
+        return token == self.host_token or session_id in self._clients.get(token, ())
+
+
+class LiveSession:
+    """One session served by the host: its task, clients and long commands.
+
+    Args:
+        session_id: the host's id for it (the session's id when it was opened; it stays the
+            same through ``new_session``, ``switch_session`` and ``fork``).
+        owner: the token that created or reopened it.
+    """
+
+    def __init__(
+        self,
+        request: SessionRequest,
+        owner: str,
+        idle_timeout: float,
+        *,
+        roots: tuple[str, ...] = (),
+    ) -> None:
+        self.request = request
+        self.roots = roots
+        """Folders a client-named output file may be written in (besides the session dir)."""
+        self.owner = owner
+        self.id = ""
+        self.session: AgentSession
+        self.commands: SessionCommands
+        self.clients: set[Any] = set()
+        """The connections (``_ws_client.Client``) attached to it."""
+        self.log: Any = log
+        self._idle_timeout = idle_timeout
+        self._running = 0
+        self._limiter = trio.CapacityLimiter(LONG_COMMANDS_PER_SESSION)
+        self._changed = trio.Event()
+        self._close = trio.Event()
+        self.closed = trio.Event()
+        self._tasks: trio.Nursery | None = None
+        self._load_errors: list[ExtensionErrorEvent] = []
+
+    async def publish_load_errors(self) -> None:
+        """Publish the extensions' load errors as ``extension_error`` events (once: called
+        when a client has attached, so the one that created or reopened it sees them)."""
+        errors, self._load_errors = self._load_errors, []
+        for error in errors:
+            await self.session.publish(error)
+
+    async def _check_path(self, path: str, kind: PathKind) -> str:
+        # A client names files the host opens or writes with its own privileges: session
+        # files only from the host's session folder, output only there or inside a root.
+        allowed = (
+            (self.request.session_dir,)
+            if kind == "session"
+            else (
+                self.request.session_dir,
+                *self.roots,
+            )
+        )
+        resolved = await run_file_work(confine_path, path, allowed)
+        if kind == "output" and resolved.endswith(SESSION_SUFFIX):
+            # An HTML export written over a session file would destroy what was saved.
+            raise UsageError(
+                f"path {path!r} resolves to {resolved}, a session file: export_html may not "
+                f"write a {SESSION_SUFFIX} file"
+            )
+        return resolved
+
+    @property
+    def is_idle(self) -> bool:
+        """No client, no long command running, no run."""
+        return not self.clients and not self._running and not self.session.is_streaming
+
+    def touch(self) -> None:
+        """Something the idle watch looks at changed (a client, a command)."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def run(
+        self,
+        factory: SessionFactory,
+        on_closed: Callable[[LiveSession], None],
+        *,
+        task_status: trio.TaskStatus[LiveSession] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Open the session and serve it until :meth:`close` or the idle timeout.
+
+        A failure to open is raised to ``nursery.start``'s caller; a failure later is logged
+        (one broken session must not end the host).
+        """
+        started = False
+        try:
+            async with factory(self.request) as opened:
+                self.session = opened.session
+                services = attrs.evolve(opened.services, check_path=self._check_path)
+                self.commands = SessionCommands(opened.session, services)
+                self.id = opened.session.session_id
+                self.log = log.bind(session=self.id)
+                self._load_errors = list(opened.load_errors)
+                for error in self._load_errors:
+                    self.log.warning(
+                        "extension_load_failed", extension=error.extension_path, error=error.error
+                    )
+                async with trio.open_nursery() as tasks:
+                    self._tasks = tasks
+                    tasks.start_soon(self._idle_watch)
+                    started = True
+                    task_status.started(self)
+                    # Not kept while the session lives: it holds the nursery nursery.start
+                    # opened for this task (its cancel scope, status, sets; ~1 KB).
+                    del task_status
+                    await self._close.wait()
+                    tasks.cancel_scope.cancel()
+        except Exception:
+            if not started:
+                raise
+            log_failure(self.log, "session_failed")
+        finally:
+            self._tasks = None
+            if started:
+                on_closed(self)
+                self.log.info("session_closed", file=self.request.session_file)
+            self.closed.set()
+
+    async def close(self) -> None:
+        """Abort what runs, stop the session (its file is written) and wait until it is."""
+        if self._tasks is not None and not self._close.is_set():
+            await self.session.abort_bash()  # user bash runs outside the run: abort stops runs only
+            with trio.move_on_after(DRAIN_GRACE):
+                await self.session.abort()
+        self._close.set()
+        await self.closed.wait()
+
+    async def wait_idle(self) -> None:
+        """Return once no long command and no run is in progress."""
+        while self._running or self.session.is_streaming:
+            if self._running:
+                await self._changed.wait()
+            else:
+                await self.session.wait_for_idle()
+
+    async def start_long(
+        self, command: RpcRequest, respond: Callable[[Any], Any], log_: Any
+    ) -> None:
+        """Start a long command in the session's nursery; return once it reached the session.
+
+        Its response goes to ``respond`` (which must not block: the session's tasks never
+        wait for a client).
+        """
+        tasks = self._tasks
+        if tasks is None:
+            raise CommandRefused("unknown_session", f"Session {self.id} is closed")
+        # A token of its own: a command is not always hashable (a prompt's images are dicts).
+        borrower = object()
+        await self._limiter.acquire_on_behalf_of(borrower)
+        try:
+            await tasks.start(self._run_long, command, respond, log_, borrower)
+        except BaseException:
+            self._limiter.release_on_behalf_of(borrower)
+            raise
+
+    async def _run_long(
+        self,
+        command: RpcRequest,
+        respond: Callable[[Any], Any],
+        log_: Any,
+        borrower: object,
+        *,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
+        self._running += 1
+        self.touch()
+        try:
+            await self.commands.run(command, respond, task_status)
+        except Exception:
+            log_failure(log_, "command_failed")
+        finally:
+            self._running -= 1
+            self._limiter.release_on_behalf_of(borrower)
+            self.touch()
+
+    async def _idle_watch(self) -> None:
+        while True:
+            changed = self._changed
+            if self.is_idle:
+                with trio.move_on_after(self._idle_timeout) as scope:
+                    await changed.wait()
+                if scope.cancelled_caught and self.is_idle:
+                    self.log.info("session_idle", timeout=self._idle_timeout)
+                    self._close.set()
+                    return
+            elif self.session.is_streaming and not self._running:
+                # A run no command of ours waits for (a follow-up queued before detaching).
+                await self.session.wait_for_idle()
+            else:
+                await changed.wait()
+
+
+class HostApi(Protocol):
+    """What a connection uses of its host (:class:`~pitrio.host.Host`)."""
+
+    config: HostConfig
+    tokens: Tokens
+    metrics: HostMetrics
+    sessions: dict[str, LiveSession]
+    draining: bool
+
+    def live_session(self, token: str, session_id: str) -> LiveSession: ...
+
+    def visible_sessions(self, token: str) -> list[LiveSession]: ...
+
+    async def create_session(
+        self,
+        token: str,
+        *,
+        cwd: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+        ephemeral: bool = False,
+    ) -> LiveSession: ...
+
+    async def open_session(self, token: str, session_id: str) -> LiveSession: ...
+
+    async def close_session(self, live: LiveSession) -> None: ...
+
+
+def log_failure(logger: Any, event: str) -> None:
+    """``logger.exception(event)`` that cannot raise.
+
+    It is called where one connection's or session's failure is contained; a logger that
+    fails there (a traceback holding a lone surrogate, written to a strict UTF-8 stream by a
+    renderer that does not escape it) would otherwise end the host. A failing logger gets a
+    best-effort plain line on stderr instead; if even that fails, nothing is written.
+    """
+    try:
+        logger.exception(event)
+    except Exception as exc:
+        try:
+            failure = exc.__context__  # the error being logged
+            message = f"pitrio.host: {event} (the log line failed: {exc!r}; error: {failure!r})"
+            sys.stderr.write(message.encode("ascii", "backslashreplace").decode("ascii") + "\n")
+        except Exception:  # nowhere left to report to
+            pass
+
+
+def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> str:
+    """The real path of the folder ``cwd`` names, which must lie inside one of ``roots``.
+
+    Blocking (``realpath`` reads the file system): run it in a worker thread.
+
+    Args:
+        cwd: absolute, or relative to the first root.
+        roots: the allowed folders (at least one).
+        anywhere: skip the roots check (the host token with ``allow_any_cwd``).
+
+    Raises:
+        CommandRefused: (kind ``cwd_refused``) outside every root, or not a folder;
+            (kind ``invalid_command``) a NUL character, which no path can hold.
+    """
+    if "\x00" in cwd:
+        raise CommandRefused(
+            "invalid_command", 'Invalid create_session command: "cwd" contains a NUL character'
+        )
+    real_roots = [os.path.realpath(root) for root in roots]
+    # realpath resolves every symlink and "..": what is checked is where tools would run.
+    resolved = os.path.realpath(os.path.join(real_roots[0], cwd))
+    inside = any(
+        resolved == root or resolved.startswith(root.rstrip(os.sep) + os.sep) for root in real_roots
+    )
+    if not inside and not anywhere:
+        listed = ", ".join(real_roots)
+        raise CommandRefused(
+            "cwd_refused",
+            f"cwd {cwd!r} resolves to {resolved}, outside the host's roots ({listed}): "
+            "a session's folder must be inside a --root",
+        )
+    if not os.path.isdir(resolved):
+        raise CommandRefused("cwd_refused", f"cwd {cwd!r} is not a directory ({resolved})")
+    return resolved
+
+
+def new_token(nbytes: int) -> str:
+    """A random URL-safe token of ``nbytes`` bytes that does not start with ``-`` (one in
+    64 would, and a command line then reads ``--token -x...`` as an option)."""
+    while True:
+        token = secrets.token_urlsafe(nbytes)
+        if not token.startswith("-"):
+            return token
+
+
+def confine_path(path: str, allowed: tuple[str, ...]) -> str:
+    """The real path of ``path`` (relative: to the first allowed folder), which must lie
+    inside one of ``allowed``.
+
+    Blocking (``realpath`` reads the file system): run it in a worker thread.
+
+    Raises:
+        UsageError: it resolves outside every allowed folder.
+    """
+    real = [os.path.realpath(folder) for folder in allowed]
+    resolved = os.path.realpath(os.path.join(real[0], path))
+    if any(resolved.startswith(folder.rstrip(os.sep) + os.sep) for folder in real):
+        return resolved
+    raise UsageError(
+        f"path {path!r} resolves to {resolved}, outside the folders this host lets clients "
+        f"name ({', '.join(real)})"
+    )
+
+
+def find_session_file(session_dir: str, session_id: str) -> str | None:
+    """The file of session ``session_id`` in ``session_dir`` (``<time>_<id>.jsonl``)."""
+    if not session_id or any(c in session_id for c in "/\\*?[]") or session_id.startswith("."):
+        return None
+    matches = sorted(glob.glob(os.path.join(glob.escape(session_dir), f"*_{session_id}.jsonl")))
+    return matches[-1] if matches else None
+
+
+async def locate_session_file(session_dir: str, session_id: str) -> str | None:
+    """:func:`find_session_file` in a worker thread."""
+    return await run_file_work(find_session_file, session_dir, session_id)
