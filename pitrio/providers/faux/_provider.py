@@ -1,5 +1,9 @@
 """The scripted ``faux`` provider (mirrors pi-ai's ``registerFauxProvider``).
 
+Each answer is streamed by the stream's own provider task, like any provider's: a paced one
+sleeps on the Trio clock between its chunks, so nothing of one session ever runs in another's
+task.
+
 A faux provider answers from a FIFO queue of scripted responses: finished assistant messages, or
 factories called with the request context. It streams them with pi's event protocol, cutting
 text, reasoning and tool-argument JSON into chunks of ``token_size * 4`` characters, and puts a
@@ -27,7 +31,6 @@ import orjson
 import trio
 
 from pitrio._fast_init import layout_twin, positional_factory
-from pitrio.channels import CHECKPOINT, FEED_STOPPED, EventSource, checkpoint
 from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
@@ -45,7 +48,6 @@ from pitrio.providers._events import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
-    is_terminal,
 )
 from pitrio.providers._messages import (
     EMPTY_USAGE,
@@ -69,7 +71,6 @@ from pitrio.providers._messages import (
     Usage,
     UserMessage,
 )
-from pitrio.providers._pacing import pacing_clock
 from pitrio.providers._partial import (
     AssistantMessageBuilder,
     PartialAssistantMessage,
@@ -87,13 +88,12 @@ DEFAULT_TOKEN_SIZE: Final = (3, 5)
 DEFAULT_YIELD_EVERY: Final = 128
 """Chunks an unlimited-speed stream sends between two checkpoints. pi waits one *microtask*
 per chunk, which lets its consumer run but never the event loop's timers or I/O; a Trio
-checkpoint is a full scheduler pass (~3.6 us here, several chunks' worth). Every subscriber
-still sees every event in order; other tasks wait at most 128 chunks for their turn (~0.1 ms
-to a provider's bare reader, ~0.2 ms to an Agent and its subscribers: a chunk costs 0.6-1.5
-us to make and deliver), and a run of 128 deltas fills the stream's buffer
-(``ASSISTANT_STREAM_BUFFER``) and no more. 64 until the faux ran in its consumer's task."""
+checkpoint is a full scheduler pass, worth several chunks. Every subscriber still sees every
+event in order, and other tasks wait at most this many chunks for their turn; a run of this
+many deltas fills the stream's buffer (``ASSISTANT_STREAM_BUFFER``) and no more."""
 OFFER_BATCH: Final = 128
-"""At most this many deltas are built before they are handed over (``yield_every=0``)."""
+"""Chunks between two cancellation points with ``yield_every=0`` (no scheduler pass of its
+own: the stream yields only when its consumer is a buffer behind)."""
 NO_MORE_RESPONSES: Final = "No more faux responses queued"
 
 ResponseFactory: TypeAlias = Callable[
@@ -450,10 +450,8 @@ class FauxProvider:
         self._source_id = f"faux-provider:{secrets.token_hex(6)}"
         self._prompt_cache: dict[str, str] = {}
         self._rng = random.Random(seed)
-        self._paced = tokens_per_second is not None and tokens_per_second > 0
-        registry.register(
-            ApiProvider(api=api, stream=self._stream, inline=self._inline), self._source_id
-        )
+        self._is_paced = tokens_per_second is not None and tokens_per_second > 0
+        registry.register(ApiProvider(api=api, stream=self._stream), self._source_id)
 
     # ------------------------------------------------------------------ script
 
@@ -482,20 +480,6 @@ class FauxProvider:
 
     # ------------------------------------------------------------------ streaming
 
-    def _inline(
-        self,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-        out: AssistantMessageEventStream,
-    ) -> EventSource[AssistantMessageEvent] | None:
-        """The answer is run by the consumer, in its own task (`_answer`): computed at
-        unlimited speed; paced, its deltas are delivered by the run's pacing clock while the
-        consumer waits on it (no task of its own: a paced answer lasts seconds, and with
-        thousands of them a task's objects are a good part of what the cyclic collector
-        walks)."""
-        return self._answer(model, context, options, out)
-
     async def _stream(
         self,
         model: Model,
@@ -503,55 +487,17 @@ class FauxProvider:
         options: StreamOptions,
         out: AssistantMessageEventStream,
     ) -> None:
-        """The answer as a task of its own (the `ProviderStreamFn`): `_answer`'s runs pushed,
-        with a checkpoint after each (none with ``yield_every=0``: then the task yields only
-        when the consumer is a buffer behind), and its awaitables awaited."""
-        source = self._answer(model, context, options, out)
-        every = self._yield_every
-        value: Any = None
-        while True:
-            try:
-                item = source.send(value)
-            except StopIteration:
-                return
-            if not isinstance(item, list):
-                value = None
-                if item is CHECKPOINT:
-                    await checkpoint()
-                else:
-                    value = await item
-                continue
-            value = None
-            last = item[-1]
-            if is_terminal(last):
-                del item[-1]
-                await _offer_all(out, item)
-                await out.emit(last)
-                return
-            await _offer_all(out, item)
-            if every:
-                await checkpoint()
-            else:
-                await trio.lowlevel.checkpoint_if_cancelled()
-
-    def _answer(
-        self,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-        out: AssistantMessageEventStream,
-    ) -> EventSource[AssistantMessageEvent]:
-        """One request answered as pi's faux answers it: the next scripted response (a
-        factory's made now), with the usage estimate, streamed as runs of events (`_runs`,
-        or `_paced_runs`), the terminal event last. Yields an awaitable where there is one
-        to wait for (an async ``on_response`` or factory; a paced block's feed)."""
+        """Answer one request as pi's faux answers it (the `ProviderStreamFn`, run as the
+        stream's own task): the next scripted response (a factory's made now), with the usage
+        estimate, streamed block by block (`_burst`, or `_paced` at ``tokens_per_second``),
+        the terminal event last."""
         step = self._pending.popleft() if self._pending else None
         self.state.call_count += 1
         on_response = options.on_response
         if on_response is not None:  # as pi's faux: a 200 with no headers, per request
             answered = on_response(ProviderResponse(status=200, headers={}), model)
             if inspect.isawaitable(answered):
-                yield answered
+                await answered
         if step is None:
             resolved = AssistantMessage(
                 content=(),
@@ -569,7 +515,7 @@ class FauxProvider:
             if type(made) is AssistantMessage or not inspect.isawaitable(made):
                 resolved = made
             else:  # an async factory
-                resolved = yield made
+                resolved = await made
         message = _with_usage_estimate(
             resolved,
             context,
@@ -580,22 +526,55 @@ class FauxProvider:
             model.id,
         )
         # The response is taken and the call counted (as pi's faux, before it looks at the
-        # abort signal). Every call is a scheduler pass, an empty script's too: here, before
-        # its start (an abort that came meanwhile stops it there), or, for an answer longer
-        # than a run, between its runs (`_runs`).
+        # abort signal). Every call passes through the scheduler before its first event, an
+        # empty script's too (an abort that came meanwhile stops it there).
+        await trio.lowlevel.checkpoint()
         if step is None:  # pi's faux sends the error alone, with no start event
-            yield CHECKPOINT
-            yield [ErrorEvent(reason="error", error=message)]
-            return
-        if self._paced:
-            yield CHECKPOINT
-            yield from self._paced_runs(message, out)
-            return
-        # The stream holds this generator (an inline source): no reference back to it from
-        # here on, so a stream left unfinished is no cycle for the collector.
-        runs = self._runs(message, out)
-        del out
-        yield from runs
+            await out.emit(_error_event("error", message))
+        elif self._is_paced:
+            await self._paced(message, out)
+        else:
+            await self._burst(message, out)
+
+    async def _burst(self, message: AssistantMessage, out: AssistantMessageEventStream) -> None:
+        """Push ``message``'s events at unlimited speed, a run (`_runs`) at a time: what fits
+        in the buffer without a wait, the rest with backpressure; a checkpoint between two
+        runs (with ``yield_every=0`` only a cancellation point: the task then yields only
+        when the consumer is a buffer behind)."""
+        every = self._yield_every
+        first = True
+        for run in self._runs(message, out):
+            if not first:
+                if every:
+                    await trio.lowlevel.checkpoint()
+                else:
+                    await trio.lowlevel.checkpoint_if_cancelled()
+            first = False
+            for event in run:
+                await out.emit(event)
+
+    async def _paced(self, message: AssistantMessage, out: AssistantMessageEventStream) -> None:
+        """Push ``message``'s events as pi's faux does at ``tokens_per_second``: the start and
+        each block's start, then its deltas, each ``tokens / tokens_per_second`` seconds
+        after the one before (the task sleeps on the Trio clock), then its end."""
+        tps = self._tps
+        assert tps is not None
+        builder = AssistantMessageBuilder.for_message(message)
+        out.attach(builder)
+        snapshot = builder.snapshot
+        await out.emit(_start_event(snapshot()))
+        for block in message.content:
+            index, kind, event = _open_block(builder, block, snapshot)
+            await out.emit(event)
+            text = _block_text(block)
+            make = DELTA_FACTORIES[kind]
+            append = builder.chunk_appender(index)
+            for chunk in _split(text, self._min, self._max, self._rng):
+                await trio.sleep(_estimate_tokens(chunk) / tps)
+                append(chunk)
+                await out.emit(make(index, chunk, snapshot()))
+            await out.emit(_close_block(builder, block, index, text, snapshot))
+        await out.emit(_terminal_event(message))
 
     def _runs(
         self, message: AssistantMessage, out: AssistantMessageEventStream
@@ -603,26 +582,18 @@ class FauxProvider:
         """Stream ``message`` block by block as pi's faux does, at unlimited speed, in runs.
 
         A run ends just before the chunk a checkpoint is due at: every ``yield_every``-th
-        chunk of the whole answer, counted across its blocks (``0``: every `OFFER_BATCH`-th),
-        and never later than ``out``'s buffer is full of deltas; the last run ends with the
-        terminal event. An answer of one run yields `CHECKPOINT` first, before its start
-        event: every call passes through the scheduler once, and a longer answer does so
-        between its runs (one pass fewer per call). One frame for the whole answer (a call's
+        chunk of the whole answer, counted across its blocks (``0``: every `OFFER_BATCH`-th);
+        the last run ends with the terminal event. One frame for the whole answer (a call's
         fixed cost is most of a short answer's): the builder reads its header from
         ``message`` itself and events are built positionally.
         """
         period = self._yield_every or OFFER_BATCH
-        if out.max_buffer < period:
-            period = max(1, out.max_buffer)
         min_size, max_size, rng = self._min, self._max, self._rng
         blocks = message.content
         texts = [_block_text(block) for block in blocks]
         splits = [_split(text, min_size, max_size, rng) for text in texts]
-        if sum(map(len, splits)) < period:  # one run: no pass between runs
-            yield CHECKPOINT
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
-        del out  # see _answer
         snapshot = builder.snapshot
         run: list[AssistantMessageEvent] = [_start_event(snapshot())]
         add = run.append
@@ -693,76 +664,6 @@ class FauxProvider:
         add(_terminal_event(message))
         yield run
 
-    def _paced_runs(
-        self, message: AssistantMessage, out: AssistantMessageEventStream
-    ) -> EventSource[AssistantMessageEvent]:
-        """Stream ``message`` as pi's faux does at ``tokens_per_second``: the start and each
-        block's start, then its deltas, each ``tokens / tokens_per_second`` after the one
-        before, fed by the run's shared pacing clock (``_pacing``: no Trio deadline per
-        chunk, and the consumer sleeps through the block; each delta is offered as it falls
-        due, to the consumer's inline handler while it waits), then its end.
-
-        A feed stopped for the consumer (an event it must take in its own task, a delivery
-        to finish) yields an empty run: the consumer takes over, and the next step feeds on;
-        an event there was no room for comes back as a run of its own. Nothing lives across
-        the waits but what must (a paced answer lasts seconds, and with thousands of them
-        whatever waits is walked and promoted by the cyclic collector): blocks walked by
-        position (a range iterator is not a tracked object, a tuple's iterator is)."""
-        builder = AssistantMessageBuilder.for_message(message)
-        out.attach(builder)
-        run: list[AssistantMessageEvent] = [_start_event(builder.snapshot())]
-        blocks = message.content
-        for position in range(len(blocks)):
-            block = blocks[position]
-            index, kind, event = _open_block(builder, block, builder.snapshot)
-            run.append(event)
-            yield run
-            text = _block_text(block)
-            chunks = _split(text, self._min, self._max, self._rng)
-            paced = _PacedBlock(out, builder, index, DELTA_FACTORIES[kind], self._tps)
-            pacer = pacing_clock().pacer()
-            stopped = yield pacer.feed(chunks, paced.delay, paced.deliver)
-            while stopped is not None:
-                yield [] if stopped is FEED_STOPPED else [stopped]
-                del stopped  # not kept across the next wait (the cyclic GC would promote it)
-                stopped = yield pacer.feed_on()
-            del paced, pacer
-            run = [_close_block(builder, block, index, text, builder.snapshot)]
-        run.append(_terminal_event(message))
-        yield run
-
-
-class _PacedBlock:
-    """What the pacing clock calls for each chunk of one paced block: two bound methods of one
-    object, where two closures kept two functions, six cells and three bound methods alive
-    for the whole block (objects the cyclic collector walks, with thousands of paced
-    sessions)."""
-
-    __slots__ = ("_append", "_builder", "_index", "_make", "_out", "_tps")
-
-    def __init__(
-        self,
-        out: AssistantMessageEventStream,
-        builder: AssistantMessageBuilder,
-        index: int,
-        make: Callable[[int, str, Any], Any],
-        tps: float | None,
-    ) -> None:
-        assert tps is not None
-        self._out = out
-        self._builder = builder
-        self._append = builder.chunk_appender(index)
-        self._index = index
-        self._make = make
-        self._tps = tps
-
-    def delay(self, chunk: str) -> float:
-        return _estimate_tokens(chunk) / self._tps
-
-    def deliver(self, chunk: str) -> object:
-        self._append(chunk)
-        return self._out.offer_or_stop(self._make(self._index, chunk, self._builder.snapshot()))
-
 
 def _block_text(block: AssistantContentBlock) -> str:
     """The text ``block``'s deltas carry: its text, its thinking, or its arguments' JSON."""
@@ -822,20 +723,6 @@ def _terminal_event(message: AssistantMessage) -> AssistantMessageEvent:
     return terminal
 
 
-async def _offer_all(out: AssistantMessageEventStream, batch: list[AssistantMessageEvent]) -> None:
-    """Hand ``batch`` to the consumer in order, waiting for room as `push` does.
-
-    After a push that waited the consumer has made room again: the rest goes over in one
-    `offer_many`, not a push (and a scheduler pass) per event."""
-    n = len(batch)
-    taken = out.offer_many(batch)
-    while taken < n:
-        await out.push(batch[taken])
-        taken += 1
-        if taken < n:
-            taken += out.offer_many(batch[taken:])
-
-
 def register_faux_provider(
     *,
     api: str | None = None,
@@ -858,9 +745,8 @@ def register_faux_provider(
             ``None`` streams as fast as the consumer reads.
         token_size: (min, max) tokens per chunk, each token 4 characters; pi's (3, 5) by default.
         yield_every: at unlimited speed, checkpoint after every ``yield_every`` chunks
-            (`DEFAULT_YIELD_EVERY`; 1 is a scheduler pass per chunk); ``0``: every
-            `OFFER_BATCH` chunks (as a task, called through ``ApiProvider.stream``: only when
-            the consumer falls a buffer behind).
+            (`DEFAULT_YIELD_EVERY`; 1 is a scheduler pass per chunk); ``0``: no scheduler
+            pass of its own, only when the consumer falls a buffer behind.
         registry: where to register; the default registry by default.
         seed: seeds the chunk-size choice for reproducible streams.
     """
