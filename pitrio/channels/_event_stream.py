@@ -271,8 +271,18 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         return self
 
     async def __anext__(self) -> T:
+        # A buffered event is taken without a scheduler round trip (a checkpoint costs many
+        # times the take); the consumer still waits, a checkpoint, whenever the buffer runs
+        # dry, so it never runs more than a buffer's worth of events without one.
+        receive = self._receive
         try:
-            return await self._receive.receive()
+            return receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        try:
+            return await receive.receive()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 

@@ -48,6 +48,7 @@ from pitrio.providers._events import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    is_terminal,
 )
 from pitrio.providers._messages import (
     EMPTY_USAGE,
@@ -542,16 +543,21 @@ class FauxProvider:
         runs (with ``yield_every=0`` only a cancellation point: the task then yields only
         when the consumer is a buffer behind)."""
         every = self._yield_every
-        first = True
-        for run in self._runs(message, out):
-            if not first:
+        sent: AssistantMessageEvent | None = None
+        try:
+            for run in self._runs(message, out):
+                for event in run:
+                    await out.emit(event)
+                    sent = event
+                if is_terminal(run[-1]):
+                    return
                 if every:
                     await trio.lowlevel.checkpoint()
                 else:
                     await trio.lowlevel.checkpoint_if_cancelled()
-            first = False
-            for event in run:
-                await out.emit(event)
+        except BaseException:
+            _attach_what_was_sent(out, message, sent)
+            raise
 
     async def _paced(self, message: AssistantMessage, out: AssistantMessageEventStream) -> None:
         """Push ``message``'s events as pi's faux does at ``tokens_per_second``: the start and
@@ -562,18 +568,30 @@ class FauxProvider:
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
         snapshot = builder.snapshot
-        await out.emit(_start_event(snapshot()))
-        for block in message.content:
-            index, kind, event = _open_block(builder, block, snapshot)
+        sent: AssistantMessageEvent | None = None
+        try:
+            event = _start_event(snapshot())
             await out.emit(event)
-            text = _block_text(block)
-            make = DELTA_FACTORIES[kind]
-            append = builder.chunk_appender(index)
-            for chunk in _split(text, self._min, self._max, self._rng):
-                await trio.sleep(_estimate_tokens(chunk) / tps)
-                append(chunk)
-                await out.emit(make(index, chunk, snapshot()))
-            await out.emit(_close_block(builder, block, index, text, snapshot))
+            sent = event
+            for block in message.content:
+                index, kind, event = _open_block(builder, block, snapshot)
+                await out.emit(event)
+                sent = event
+                text = _block_text(block)
+                make = DELTA_FACTORIES[kind]
+                append = builder.chunk_appender(index)
+                for chunk in _split(text, self._min, self._max, self._rng):
+                    await trio.sleep(_estimate_tokens(chunk) / tps)
+                    append(chunk)
+                    event = make(index, chunk, snapshot())
+                    await out.emit(event)
+                    sent = event
+                event = _close_block(builder, block, index, text, snapshot)
+                await out.emit(event)
+                sent = event
+        except BaseException:
+            _attach_what_was_sent(out, message, sent)
+            raise
         await out.emit(_terminal_event(message))
 
     def _runs(
@@ -663,6 +681,27 @@ class FauxProvider:
             add(_close_block(builder, block, index, text, snapshot))
         add(_terminal_event(message))
         yield run
+
+
+def _attach_what_was_sent(
+    out: AssistantMessageEventStream,
+    message: AssistantMessage,
+    sent: AssistantMessageEvent | None,
+) -> None:
+    """Attach to ``out`` a builder holding what the consumer was sent, up to ``sent`` (None:
+    nothing yet): a stream cancelled (aborted) while it waited for room in the buffer ends its
+    message with that, not with what was built ahead of the consumer."""
+    partial = getattr(sent, "partial", None) if sent is not None else None
+    builder = AssistantMessageBuilder.for_message(message)
+    if partial is not None:
+        for block in partial.content:
+            if isinstance(block, TextContent):
+                builder.add_text(block.text)
+            elif isinstance(block, ThinkingContent):
+                builder.add_thinking(block.thinking)
+            else:
+                builder.add_tool_call(id=block.id, name=block.name, arguments=block.arguments)
+    out.attach(builder)
 
 
 def _block_text(block: AssistantContentBlock) -> str:
