@@ -568,29 +568,32 @@ class FauxProvider:
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
         snapshot = builder.snapshot
-        sent: AssistantMessageEvent | None = None
+        blocks = message.content
+        # What the consumer was sent, in ints (an event held here would live across every
+        # wait): the blocks begun, and the chunks of the last one.
+        begun = sent = 0
+        chunks: list[str] = []
         try:
-            event = _start_event(snapshot())
-            await out.emit(event)
-            sent = event
-            for block in message.content:
+            await out.emit(_start_event(snapshot()))
+            for block in blocks:
                 index, kind, event = _open_block(builder, block, snapshot)
                 await out.emit(event)
-                sent = event
+                begun += 1
+                sent = 0
                 text = _block_text(block)
                 make = DELTA_FACTORIES[kind]
                 append = builder.chunk_appender(index)
-                for chunk in _split(text, self._min, self._max, self._rng):
+                chunks = _split(text, self._min, self._max, self._rng)
+                for number, chunk in enumerate(chunks, 1):
                     await trio.sleep(_estimate_tokens(chunk) / tps)
                     append(chunk)
-                    event = make(index, chunk, snapshot())
-                    await out.emit(event)
-                    sent = event
-                event = _close_block(builder, block, index, text, snapshot)
-                await out.emit(event)
-                sent = event
+                    await out.emit(make(index, chunk, snapshot()))
+                    sent = number
+                await out.emit(_close_block(builder, block, index, text, snapshot))
+                sent = len(chunks)
+                del event
         except BaseException:
-            _attach_what_was_sent(out, message, sent)
+            out.attach(_builder_of_sent(message, begun, chunks[:sent]))
             raise
         await out.emit(_terminal_event(message))
 
@@ -702,6 +705,29 @@ def _attach_what_was_sent(
             else:
                 builder.add_tool_call(id=block.id, name=block.name, arguments=block.arguments)
     out.attach(builder)
+
+
+def _builder_of_sent(
+    message: AssistantMessage, begun: int, last_chunks: Sequence[str]
+) -> AssistantMessageBuilder:
+    """A builder holding what a paced stream's consumer was sent: ``message``'s first
+    ``begun`` blocks, the last of them up to ``last_chunks`` (a stream cancelled while it
+    waited for room ends its message with that, not with what was built ahead)."""
+    builder = AssistantMessageBuilder.for_message(message)
+    blocks = message.content[:begun]
+    for position, block in enumerate(blocks):
+        last = position == len(blocks) - 1
+        if isinstance(block, ToolCall):
+            index = builder.add_tool_call(id=block.id, name=block.name)
+            if not last:
+                builder.set_arguments(index, block.arguments)
+            continue
+        text = "".join(last_chunks) if last else _block_text(block)
+        if isinstance(block, TextContent):
+            builder.add_text(text)
+        else:
+            builder.add_thinking(text)
+    return builder
 
 
 def _block_text(block: AssistantContentBlock) -> str:
