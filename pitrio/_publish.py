@@ -24,13 +24,18 @@ def publish(namespace: MutableMapping[str, Any], names: Iterable[str]) -> None:
         names: the package's ``__all__``.
     """
     package = namespace["__name__"]
-    private_prefix = package + "._"
+    below = package + "."
     for name in names:
         obj = namespace[name]
         # Classes and functions only: an instance (EMPTY_USAGE) reports its class's module.
         if not isinstance(obj, type | FunctionType):
             continue
-        if not obj.__module__.startswith(private_prefix):
+        # Defined in a private module below the package, a subpackage's too
+        # (``pitrio.providers.faux._provider``): reported under the package.
+        module = obj.__module__
+        if not module.startswith(below) or not any(
+            part.startswith("_") for part in module[len(below) :].split(".")
+        ):
             continue
         if isinstance(obj, type) and obj.__dict__.get("__pitrio_wire__"):
             attrs.resolve_types(obj)
