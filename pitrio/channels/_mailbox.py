@@ -63,6 +63,9 @@ class _PendingPut(Generic[T]):
 class Mailbox(Generic[T]):
     """Hold up to ``max_size`` items for a consumer that takes them between steps.
 
+    Not a memory channel: pi's two drain modes, ``peek_all`` and the arrival notifications
+    need the queue itself; its waits are Trio's (`trio.lowlevel.ParkingLot`).
+
     Producers (UIs, RPC handlers) add items with `put_nowait` or `put`; the consumer (the agent
     loop) takes them with `drain` at the points where it looks for steering or follow-up
     messages, and can learn of arrivals while busy through `arrival_event` or
