@@ -543,11 +543,16 @@ class FauxProvider:
         runs (with ``yield_every=0`` only a cancellation point: the task then yields only
         when the consumer is a buffer behind)."""
         every = self._yield_every
+        push_nowait = out.push_nowait
         sent: AssistantMessageEvent | None = None
         try:
             for run in self._runs(message, out):
                 for event in run:
-                    await out.emit(event)
+                    # No coroutine per event: a wait only when the buffer is full.
+                    try:
+                        push_nowait(event)
+                    except trio.WouldBlock:
+                        await out.push(event)
                     sent = event
                 if is_terminal(run[-1]):
                     return
