@@ -224,9 +224,9 @@ class LoopController:
         config: LoopConfig,
         messages: list[AgentMessage],
         emit: Emit,
-        deliver_update: Callable[[Any], Any] | None = None,
+        deliver_update: Callable[[Any], Awaitable[None] | None] | None = None,
     ) -> None:
-        """``deliver_update(event)``, when given, replaces `_deliver_update` (same contract):
+        """``deliver_update(event)``, when given, replaces `_own_deliver_update` (same contract):
         the Agent's own, which turns a delta into its ``message_update`` in one call."""
         self._config = config
         # The run's transcript, shared with the Agent: read here, written by the reducer only.
