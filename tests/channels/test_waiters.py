@@ -43,7 +43,7 @@ async def test_several_mailbox_waiters_all_wake_and_cancel_cleanly(
 
 
 @pytest.mark.parametrize("first_cancelled", [True, False])
-async def test_the_reused_park_serves_the_next_waiter_after_a_cancel_or_close(
+async def test_the_mailbox_serves_the_next_waiter_after_a_cancel_or_close(
     autojump_clock: trio.testing.MockClock, first_cancelled: bool
 ) -> None:
     """After the consumer's wait is cancelled another task can wait and be woken; a close
