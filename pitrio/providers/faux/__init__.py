@@ -18,7 +18,7 @@ from pitrio.providers.faux._provider import faux_text as faux_text
 from pitrio.providers.faux._provider import faux_thinking as faux_thinking
 from pitrio.providers.faux._provider import faux_tool_call as faux_tool_call
 from pitrio.providers.faux._provider import register_faux_provider as register_faux_provider
-from pitrio.providers.faux._provider import serialize_context as serialize_context
+from pitrio.providers.faux._usage import serialize_context as serialize_context
 
 __all__ = [
     "DEFAULT_YIELD_EVERY",
