@@ -733,3 +733,63 @@ async def test_deltas_built_in_place_equal_the_constructed_ones(
         ]
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             event.delta = "changed"
+
+
+async def test_concurrent_paced_streams_each_keep_their_pace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Fifty faux streams at 50 tokens/s each get a 4-character delta every 20 ms."""
+    registry = ProviderRegistry()
+    faux = register_faux_provider(token_size=(1, 1), tokens_per_second=50, registry=registry)
+    faux.set_responses([faux_assistant_message("abcd" * 10) for _ in range(50)])
+    model = faux.get_model()
+    assert model is not None
+    times: list[list[float]] = []
+
+    async def one() -> None:
+        stamps: list[float] = []
+        async with stream_simple(model, Context(), registry=registry) as events:
+            async for event in events:
+                if isinstance(event, TextDeltaEvent):
+                    stamps.append(trio.current_time())
+        times.append(stamps)
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        for _ in range(50):
+            nursery.start_soon(one)
+    expected = [pytest.approx(start + 0.02 * (k + 1)) for k in range(10)]
+    assert times == [expected] * 50
+
+
+@pytest.mark.parametrize("paced", [False, True])
+async def test_an_answer_aborted_while_its_reader_lags_ends_with_what_the_reader_got(
+    autojump_clock: trio.testing.MockClock, registry: ProviderRegistry, paced: bool
+) -> None:
+    """A stream aborted while its provider waits for room in a lagging reader's buffer (one
+    place) ends with an aborted message whose text is exactly the deltas the reader gets,
+    not the chunk the provider had made and could not hand over."""
+    faux = register_faux_provider(
+        api="faux",
+        token_size=(1, 1),
+        tokens_per_second=1_000 if paced else None,
+        registry=registry,
+        yield_every=1_000,
+    )
+    faux.set_responses([faux_assistant_message("abcd" * 50)])
+    model = faux.get_model()
+    assert model is not None
+    seen: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        events = start_stream(nursery, model, Context(), registry=registry, max_buffer=1)
+        async for event in events:
+            seen.append(event)
+            if sum(isinstance(e, TextDeltaEvent) for e in seen) == 3:
+                await trio.sleep(0.01)  # the provider fills the buffer and waits for room
+                events.abort()
+    result = await events.result()
+    assert result.stop_reason == "aborted"
+    deltas = "".join(e.delta for e in seen if isinstance(e, TextDeltaEvent))
+    assert result.text() == deltas
+    assert 3 <= len(deltas) // 4 < 50
+    assert isinstance(seen[-1], ErrorEvent) and seen[-1].error is result
