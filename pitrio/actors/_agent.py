@@ -588,7 +588,7 @@ class Agent:
         inbox = self._inbox
         if inbox is None:
             self._apply(command)
-            await checkpoint()
+            await trio.lowlevel.checkpoint()
             return
         try:
             try:
