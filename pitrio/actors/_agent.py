@@ -58,7 +58,6 @@ from pitrio.actors._events import (
     TurnEndEvent,
 )
 from pitrio.actors._loop import (
-    UPDATE_KINDS,
     ConvertToLlm,
     GetApiKey,
     LoopConfig,
@@ -79,7 +78,6 @@ from pitrio.actors._messages import (
 from pitrio.actors._tool_runner import AfterToolCall, BeforeToolCall, ToolExecution
 from pitrio.channels import (
     DELIVERED,
-    NOT_TAKEN,
     SUBSCRIPTION_BUFFER,
     Broadcast,
     Latch,
@@ -89,7 +87,6 @@ from pitrio.channels import (
     Reply,
     SlowSubscriberPolicy,
     Subscription,
-    checkpoint,
     close_inbox,
     open_body_nursery,
 )
@@ -591,7 +588,7 @@ class Agent:
         inbox = self._inbox
         if inbox is None:
             self._apply(command)
-            await checkpoint()
+            await trio.lowlevel.checkpoint()
             return
         try:
             try:
@@ -740,22 +737,21 @@ class Agent:
             return self._bus.publish(event)
         return DELIVERED
 
-    def _deliver_update(self, event: Any) -> Any:
-        """The run's handler for a streamed event (the LoopController's ``_inline_update``,
-        one call per token instead of three): a delta becomes its ``message_update``, state
-        first, then delivery. Returns None once delivered, the delivery to finish when a
-        subscriber must be awaited, `NOT_TAKEN` for any other event; a delta that comes before
-        the message's start (no message streaming yet), or after the run was aborted, is
-        ignored: the provider stops only at its next checkpoint, and what it streamed until
-        then (up to a faux burst, or the rest of a network read) is not delivered."""
-        if type(event) in UPDATE_KINDS:
-            if self._stream_message is None or self._run is None or self._run.aborted:
-                return None
-            partial = event.partial
-            self._stream_message = partial
-            delivery = self._bus.publish(message_update(event, partial))
-            return None if delivery is DELIVERED else delivery
-        return NOT_TAKEN
+    def _deliver_update(self, event: Any) -> Awaitable[None] | None:
+        """The run's handler for a streamed delta (an event of ``UPDATE_KINDS``; the
+        LoopController's ``_own_deliver_update``, one call per token instead of three),
+        called in the run's own task: the delta becomes its ``message_update``, state first,
+        then delivery. Returns None once delivered, else the delivery to finish (a subscriber
+        must be awaited); a delta that comes before the message's start (no message
+        streaming yet), or after the run was aborted, is ignored: the provider stops only at
+        its next checkpoint, and what it streamed until then (up to a faux burst, or the rest
+        of a network read) is not delivered."""
+        if self._stream_message is None or self._run is None or self._run.aborted:
+            return None
+        partial = event.partial
+        self._stream_message = partial
+        delivery = self._bus.publish(message_update(event, partial))
+        return None if delivery is DELIVERED else delivery
 
     async def _reduce_only(self, event: AgentEvent) -> None:
         await self._emit(event, deliver=False)
@@ -856,7 +852,7 @@ class Agent:
         if run is not None:
             await run.done.wait()
         else:
-            await checkpoint()
+            await trio.lowlevel.checkpoint()
 
     def _config(self, *, skip_initial_steering_poll: bool) -> LoopConfig:
         model = self._model

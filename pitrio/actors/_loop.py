@@ -64,7 +64,7 @@ from pitrio.actors._tool_runner import (
     ToolExecution,
     ToolRunner,
 )
-from pitrio.channels import DELIVERED, NOT_TAKEN, Mailbox, checkpoint
+from pitrio.channels import DELIVERED, Mailbox
 from pitrio.providers import (
     ABORTED_MESSAGE,
     EMPTY_USAGE,
@@ -224,9 +224,9 @@ class LoopController:
         config: LoopConfig,
         messages: list[AgentMessage],
         emit: Emit,
-        deliver_update: Callable[[Any], Any] | None = None,
+        deliver_update: Callable[[Any], Awaitable[None] | None] | None = None,
     ) -> None:
-        """``deliver_update(event)``, when given, replaces `_inline_update` (same contract):
+        """``deliver_update(event)``, when given, replaces `_own_deliver_update` (same contract):
         the Agent's own, which turns a delta into its ``message_update`` in one call."""
         self._config = config
         # The run's transcript, shared with the Agent: read here, written by the reducer only.
@@ -234,7 +234,9 @@ class LoopController:
         self._turn_index = 0
         self._request_index = 0
         self._emit = emit
-        self._deliver_update = deliver_update if deliver_update is not None else self._inline_update
+        self._deliver_update = (
+            deliver_update if deliver_update is not None else self._own_deliver_update
+        )
         self.new_messages: list[AgentMessage] = []
         # Where the run is, for close_aborted. Each is updated *before* the event it stands
         # for is emitted, so an event whose delivery was interrupted is never emitted twice.
@@ -283,7 +285,7 @@ class LoopController:
             # The prompt is sent in a scheduler step of its own, not in the one that opened
             # the run: many sessions starting at once run each such step in one pass, and a
             # session's recording of its prompt made that the longest pass of the start.
-            await checkpoint()
+            await trio.lowlevel.checkpoint()
             await self._send_unsent()
             await self._loop()
         finally:
@@ -419,32 +421,25 @@ class LoopController:
         self._stream = stream
         self._call = "streaming"
         try:
-            # Every buffered event is taken at once, without a checkpoint; the task parks
+            # Every buffered event is taken at once, without a checkpoint; the task waits
             # only when the stream runs dry (one hand-off per burst, not per token). A
-            # delta whose subscribers are all synchronous costs no await at all.
+            # delta whose subscribers are all synchronous costs no await at all. Every
+            # event is handled here, in this run's own task.
             receive_all = stream.receive_all_nowait
-            inline = self._deliver_update
+            deliver_update = self._deliver_update
             started = self._assistant_started
             final: AssistantMessage | None = None
             while final is None:
                 batch = receive_all()
                 if not batch:
-                    if stream.exhausted:
+                    try:
+                        batch = [await stream.receive()]
+                    except trio.EndOfChannel:
                         final = await stream.result()
                         break
-                    # Parks with no coroutine per wait; meanwhile a delta offered by the
-                    # provider is delivered by _inline_update in the provider's task, and
-                    # this task stays parked (a paced stream: no task switch per token).
-                    rest = await stream.wait_readable(inline)
-                    if rest is not None:
-                        await rest  # a delivery _inline_update began, finished here
-                        del rest
-                    continue
                 for event in batch:
-                    # A delta goes the way it goes while this task is parked (one place
-                    # decides how it becomes its message_update).
-                    delivery = inline(event)
-                    if delivery is not NOT_TAKEN:
+                    if type(event) in UPDATE_KINDS:
+                        delivery = deliver_update(event)
                         if delivery is not None:
                             await delivery
                     elif isinstance(event, StartEvent):
@@ -470,18 +465,15 @@ class LoopController:
         assert final is not None  # the loop above ends only with the final message
         return await self._end_assistant(final)
 
-    def _inline_update(self, event: Any) -> Any:
-        """Deliver a streamed delta as its ``message_update``: from `_stream_assistant`'s
-        loop, or from the provider's task while that loop is parked with nothing buffered.
-        Returns None when it was delivered, the delivery to finish when a subscriber must be
-        awaited (the loop awaits it), `NOT_TAKEN` for any other event (the loop handles it);
-        a delta that comes before the message's start event is ignored (None)."""
-        if type(event) in UPDATE_KINDS:
-            if not self._assistant_started:
-                return None
-            delivery = self._emit(message_update(event, event.partial))
-            return None if delivery is DELIVERED else delivery
-        return NOT_TAKEN
+    def _own_deliver_update(self, event: Any) -> Awaitable[None] | None:
+        """Deliver a streamed delta (an event of ``UPDATE_KINDS``) as its ``message_update``.
+        Returns None when it was delivered, else the delivery to finish (a subscriber must be
+        awaited: the loop awaits it); a delta that comes before the message's start event is
+        ignored (None)."""
+        if not self._assistant_started:
+            return None
+        delivery = self._emit(message_update(event, event.partial))
+        return None if delivery is DELIVERED else delivery
 
     async def _end_assistant(self, final: AssistantMessage) -> AssistantMessage:
         """Finish the LLM call's message: the hook, then message_start (if owed) and _end."""

@@ -5,7 +5,7 @@ This is the bottom layer: it imports nothing from the rest of pitrio (but the pa
 (``providers``, ``tools``, ``actors``, ...) may import it. Three primitives, all bounded:
 
 - `EventStream`: pi-ai's ``EventStream<T, R>``, one producer to one consumer, ending with a
-  completion event whose result `EventStream.result` returns.
+  completion event whose result `EventStream.result` returns (a Trio memory channel inside).
 - `Broadcast`: ordered fan-out to callbacks and to bounded `Subscription`\\ s with an explicit
   `SlowSubscriberPolicy`.
 - `EventLog`: a `Broadcast` that numbers its events, keeps the last `REPLAY_RING` of them and
@@ -14,11 +14,11 @@ This is the bottom layer: it imports nothing from the rest of pitrio (but the pa
 - `Mailbox`: the steering and follow-up queues, drained ``"one-at-a-time"`` or ``"all"``.
 - `Reply`: the one-shot answer slot an actor command carries back to its sender; `Latch`, the
   same without a value (a run's or a job's end).
-- `checkpoint` and `schedule_point`: trio's ``checkpoint()`` and ``cancel_shielded_checkpoint()``
-  with nothing allocated per await (a waiting task keeps no coroutines alive).
 
-Every default size is a named constant (`EVENT_STREAM_BUFFER`, `SUBSCRIPTION_BUFFER`,
-`MAILBOX_SIZE`) whose docstring says why it has that value.
+Every wait is one of Trio's own (a memory channel, `trio.Event`, `trio.lowlevel.ParkingLot`),
+and no consumer's code runs in a producer's task. Every default size is a named constant
+(`EVENT_STREAM_BUFFER`, `SUBSCRIPTION_BUFFER`, `MAILBOX_SIZE`) whose docstring says why it has
+that value.
 """
 
 from __future__ import annotations
@@ -41,11 +41,7 @@ from ._event_log import EventLogSubscription as EventLogSubscription
 from ._event_log import EventLogSubscriptionStatistics as EventLogSubscriptionStatistics
 from ._event_log import Sequenced as Sequenced
 from ._event_log import Snapshot as Snapshot
-from ._event_stream import CHECKPOINT as CHECKPOINT
 from ._event_stream import EVENT_STREAM_BUFFER as EVENT_STREAM_BUFFER
-from ._event_stream import FEED_STOPPED as FEED_STOPPED
-from ._event_stream import NOT_TAKEN as NOT_TAKEN
-from ._event_stream import EventSource as EventSource
 from ._event_stream import EventStream as EventStream
 from ._event_stream import EventStreamStatistics as EventStreamStatistics
 from ._exceptions import MailboxFull as MailboxFull
@@ -58,20 +54,15 @@ from ._mailbox import MailboxMode as MailboxMode
 from ._mailbox import MailboxStatistics as MailboxStatistics
 from ._nursery import open_body_nursery as open_body_nursery
 from ._nursery import raise_lone as raise_lone
-from ._park import checkpoint as checkpoint
-from ._park import schedule_point as schedule_point
 from ._reply import Latch as Latch
 from ._reply import Reply as Reply
 from ._reply import close_inbox as close_inbox
 
 __all__ = [
-    "CHECKPOINT",
     "COALESCE_OVERRUN",
     "DELIVERED",
     "EVENT_STREAM_BUFFER",
-    "FEED_STOPPED",
     "MAILBOX_SIZE",
-    "NOT_TAKEN",
     "REPLAY_RING",
     "SUBSCRIPTION_BUFFER",
     "Broadcast",
@@ -81,7 +72,6 @@ __all__ = [
     "EventLogStatistics",
     "EventLogSubscription",
     "EventLogSubscriptionStatistics",
-    "EventSource",
     "EventStream",
     "EventStreamStatistics",
     "Latch",
@@ -98,11 +88,9 @@ __all__ = [
     "SubscriberOverflow",
     "Subscription",
     "SubscriptionStatistics",
-    "checkpoint",
     "close_inbox",
     "open_body_nursery",
     "raise_lone",
-    "schedule_point",
 ]
 
 _publish(globals(), __all__)

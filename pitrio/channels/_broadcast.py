@@ -17,7 +17,6 @@ import structlog
 import trio
 
 from ._exceptions import SubscriberOverflow
-from ._park import checkpoint, schedule_point
 
 log = structlog.get_logger(__name__)
 
@@ -217,7 +216,7 @@ class Subscription(trio.abc.ReceiveChannel[T]):
             event = buf.popleft()
             if self._writers:
                 self._writers.unpark()
-            await schedule_point()
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return event
         while not buf:
             if self._state != _OPEN:
@@ -249,7 +248,7 @@ class Subscription(trio.abc.ReceiveChannel[T]):
     async def aclose(self) -> None:
         """Unsubscribe and discard buffered events; idempotent, closes even when cancelled."""
         self.close()
-        await checkpoint()
+        await trio.lowlevel.checkpoint()
 
     # -- publisher side (called by Broadcast.publish under its lock) ----------------------------
 

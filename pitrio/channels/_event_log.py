@@ -31,7 +31,6 @@ import trio
 
 from ._broadcast import SUBSCRIPTION_BUFFER, _Callback
 from ._exceptions import SubscriberLagged
-from ._park import checkpoint, schedule_point
 
 log = structlog.get_logger(__name__)
 
@@ -296,7 +295,7 @@ class EventLogSubscription(trio.abc.ReceiveChannel[Sequenced[T] | Snapshot]):
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._buffer:
             item = self._pop()
-            await schedule_point()
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return item
         while not self._buffer:
             if self._state != _OPEN:
@@ -341,7 +340,7 @@ class EventLogSubscription(trio.abc.ReceiveChannel[Sequenced[T] | Snapshot]):
     async def aclose(self) -> None:
         """Unsubscribe and discard buffered items; idempotent, closes even when cancelled."""
         self.close()
-        await checkpoint()
+        await trio.lowlevel.checkpoint()
 
     # -- publisher side (called by EventLog.publish while it holds the log) --------------------
 

@@ -8,6 +8,7 @@ queue, and adds the notifications an actor needs to react to arrivals while it i
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Final, Generic, Literal, TypeAlias, TypeVar, get_args
 
@@ -15,7 +16,6 @@ import attrs
 import trio
 
 from ._exceptions import MailboxFull
-from ._park import Waiters, checkpoint, schedule_point
 
 T = TypeVar("T")
 
@@ -52,15 +52,19 @@ class MailboxStatistics:
 class _PendingPut(Generic[T]):
     """An item offered by a task blocked in `Mailbox.put`."""
 
-    __slots__ = ("item", "rejected")
+    __slots__ = ("admitted", "item", "rejected")
 
     def __init__(self, item: T) -> None:
         self.item = item
+        self.admitted = False  # moved into the box (or rejected): its task was unparked
         self.rejected = False  # set by close(): the put raises ClosedResourceError
 
 
-class Mailbox(Waiters, Generic[T]):
+class Mailbox(Generic[T]):
     """Hold up to ``max_size`` items for a consumer that takes them between steps.
+
+    Not a memory channel: pi's two drain modes, ``peek_all`` and the arrival notifications
+    need the queue itself; its waits are Trio's (`trio.lowlevel.ParkingLot`).
 
     Producers (UIs, RPC handlers) add items with `put_nowait` or `put`; the consumer (the agent
     loop) takes them with `drain` at the points where it looks for steering or follow-up
@@ -99,6 +103,8 @@ class Mailbox(Waiters, Generic[T]):
         "_mode",
         "_peak",
         "_putters",
+        "_putters_lot",
+        "_waiters",
     )
 
     def __init__(self, mode: MailboxMode = "one-at-a-time", *, max_size: int = MAILBOX_SIZE):
@@ -115,14 +121,14 @@ class Mailbox(Waiters, Generic[T]):
         self._items: list[T] | None = None
         self._peak = 0
         self._closed = False
-        # Tasks blocked in put(), in arrival order (dicts keep insertion order); created by
-        # the first (a box that never fills, the common case, holds no dict).
-        self._putters: dict[trio.lowlevel.Task, _PendingPut[T]] | None = None
-        # Tasks blocked in wait_nonempty() (Waiters): an actor's inbox has one consumer, which
-        # parks on one Park made by its first wait, so a wait allocates nothing (an actor that
-        # parks after every command kept a coroutine, a closure, its cells and the park
-        # message alive per wait, all promoted by the cyclic collector).
-        super().__init__()
+        # The items of tasks blocked in put(), in arrival order, and the lot they are parked
+        # in (the same order: a putter parks right after queueing its item); created by the
+        # first (a box that never fills, the common case, holds neither).
+        self._putters: deque[_PendingPut[T]] | None = None
+        self._putters_lot: trio.lowlevel.ParkingLot | None = None
+        # Tasks blocked in wait_nonempty(); created by the first wait (an idle session holds
+        # a few mailboxes that nobody waits on).
+        self._waiters: trio.lowlevel.ParkingLot | None = None
         # Created lazily by arrival_event(); invariant: None, or set whenever the box is
         # non-empty. Dropped (not cleared: Events cannot be) once a set one is drained empty.
         self._arrival: trio.Event | None = None
@@ -192,23 +198,24 @@ class Mailbox(Waiters, Generic[T]):
         items = self._items
         if items is None or len(items) < self._max_size:
             self._add(item)
-            await schedule_point()
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return
-        # Full. Queue the item with our task; _admit_putters() moves it into the box (keeping
-        # FIFO order among waiters, which waking tasks to race for the room would not) and
-        # reschedules us.
-        task = trio.lowlevel.current_task()
+        # Full. Queue the item and park; _removed() moves queued items into the box in
+        # arrival order (which waking tasks to race for the room would not keep) and unparks
+        # as many putters, the same ones: the lot is first in, first out too.
         pending = _PendingPut(item)
         putters = self._putters
-        if putters is None:
-            putters = self._putters = {}
-        putters[task] = pending
-
-        def abort_fn(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            del putters[task]
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort_fn)
+        lot = self._putters_lot
+        if putters is None or lot is None:
+            putters = self._putters = deque()
+            lot = self._putters_lot = trio.lowlevel.ParkingLot()
+        putters.append(pending)
+        try:
+            await lot.park()
+        except BaseException:
+            if not pending.admitted:  # cancelled while queued: the lot let go of us
+                putters.remove(pending)
+            raise
         if pending.rejected:
             raise trio.ClosedResourceError("the mailbox was closed while put() waited")
 
@@ -255,12 +262,15 @@ class Mailbox(Waiters, Generic[T]):
             trio.EndOfChannel: The box is closed and empty, so nothing can arrive.
         """
         if self._items or self._closed:
-            await checkpoint()
+            await trio.lowlevel.checkpoint()
         # else the park below is the checkpoint (cancellable, and a schedule point).
         while not self._items:
             if self._closed:
                 raise trio.EndOfChannel
-            await self._wait_parked()
+            waiters = self._waiters
+            if waiters is None:
+                waiters = self._waiters = trio.lowlevel.ParkingLot()
+            await waiters.park()
 
     def arrival_event(self) -> trio.Event:
         """Return an event that is set while the box holds, or once it receives, an item.
@@ -311,11 +321,12 @@ class Mailbox(Waiters, Generic[T]):
             return
         self._closed = True
         putters, self._putters = self._putters, None
-        for task, pending in (putters or {}).items():
-            pending.rejected = True
-            trio.lowlevel.reschedule(task)
-        self._wake_waiters()
-        self._waiter_park = None  # a cycle through its abort method; never parked on again
+        for pending in putters or ():
+            pending.admitted = pending.rejected = True
+        if self._putters_lot is not None:
+            self._putters_lot.unpark_all()
+        if self._waiters is not None:
+            self._waiters.unpark_all()
 
     def statistics(self) -> MailboxStatistics:
         """Return a snapshot of the box's depth and waiting producers."""
@@ -345,8 +356,8 @@ class Mailbox(Waiters, Generic[T]):
             self._peak = size
         if self._arrival is not None:
             self._arrival.set()
-        if self._has_waiters():
-            self._wake_waiters()
+        if self._waiters:
+            self._waiters.unpark_all()
         for callback in self._arrival_callbacks:
             callback()
 
@@ -357,10 +368,14 @@ class Mailbox(Waiters, Generic[T]):
             items = self._items
             if items is None:
                 items = self._items = []
+            admitted = 0
             while putters and len(items) < self._max_size:
-                task = next(iter(putters))
-                items.append(putters.pop(task).item)
-                trio.lowlevel.reschedule(task)
+                pending = putters.popleft()
+                pending.admitted = True
+                items.append(pending.item)
+                admitted += 1
+            assert self._putters_lot is not None  # made with _putters
+            self._putters_lot.unpark(count=admitted)
             if items:
                 self._arrived()
             else:

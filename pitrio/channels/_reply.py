@@ -4,59 +4,51 @@ A front end (the Python API, RPC over stdio, a websocket client) sends a command
 bounded inbox and awaits the command's ``Reply``; the actor's task fills it in exactly once, with
 a value or an exception. It is the ``reply_to`` of an actor message, as a Trio event.
 
-``Latch`` is the same one-shot flag without a value, for "this has ended" (a run, a job): both
-park their first waiter on an object made once, so a long wait keeps almost nothing alive.
+``Latch`` is the same one-shot flag without a value, for "this has ended" (a run, a job). Both
+wait on a `trio.Event`, made by the first wait that has to (most replies are set before anyone
+waits, and an idle session holds a few unset ones).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Generic, Protocol, TypeVar
 
 import trio
 
 from ._mailbox import Mailbox
-from ._park import Waiters, checkpoint
 
 T = TypeVar("T")
 
 
-class _OneShot(Waiters):
-    """A flag set once, whose first waiter parks on an object made once (see :class:`Latch`).
+class _OneShot:
+    """A flag set once, with a `trio.Event` made for whoever has to wait for it."""
 
-    ``Event.wait`` keeps a coroutine, a closure and its cells, the park message and a
-    generator alive for as long as the wait lasts; a run's end, a job's end or a command's
-    answer is waited for seconds, so with thousands of sessions all of it was promoted by the
-    cyclic collector. Here the first waiter parks on one :class:`~._park.Park` (created by
-    the first wait); further waiters at the same time take the general path (`Waiters`).
-    """
-
-    __slots__ = ("_flag",)
+    __slots__ = ("_event", "_flag")
 
     def __init__(self) -> None:
-        super().__init__()
         self._flag = False
+        self._event: trio.Event | None = None
 
     def _set_flag(self) -> None:
         if self._flag:
             return
         self._flag = True
-        self._wake_waiters()
-        # The park's abort callback is a method of this object: a cycle, which would keep
-        # the flag and all it reaches (a run's whole controller and transcript) alive until
-        # the cyclic collector ran. A set flag never parks again; a task still parked holds
-        # the park itself until it resumes.
-        self._waiter_park = None
+        if self._event is not None:
+            self._event.set()
 
-    def _wait_flag(self) -> Awaitable[None]:
+    async def _wait_flag(self) -> None:
         if self._flag:
-            return checkpoint()
-        return self._wait_parked()
+            await trio.lowlevel.checkpoint()
+            return
+        event = self._event
+        if event is None:
+            event = self._event = trio.Event()
+        await event.wait()
 
 
 class Latch(_OneShot):
-    """A one-shot flag with ``trio.Event``'s interface (``set``, ``is_set``, ``wait``) whose
-    first waiter parks on an object made once instead of a waiting chain made per wait.
+    """A one-shot flag with ``trio.Event``'s interface (``set``, ``is_set``, ``wait``), whose
+    event is made only when someone has to wait.
 
     Resource handling: nothing to close. Cancellation: a cancelled wait leaves no state.
     """
@@ -71,10 +63,9 @@ class Latch(_OneShot):
         """Set the flag and wake every waiter; idempotent."""
         self._set_flag()
 
-    def wait(self) -> Awaitable[None]:
-        """Return an awaitable that returns once the flag is set (at once, after a checkpoint,
-        if it is); await it at once, in the task that called this."""
-        return self._wait_flag()
+    async def wait(self) -> None:
+        """Return once the flag is set (at once, after a checkpoint, if it is)."""
+        await self._wait_flag()
 
 
 class Reply(_OneShot, Generic[T]):
@@ -123,12 +114,10 @@ class Reply(_OneShot, Generic[T]):
         await self._wait_flag()
         return self.value_nowait()
 
-    def answered(self) -> Awaitable[None]:
-        """Return an awaitable that returns once the actor has answered, without raising an
-        error answer (`value_nowait` returns or raises the answer); await it at once, in the
-        task that called this. `wait` without its coroutine: a sender that waits seconds
-        (for a run's end) keeps one object less alive."""
-        return self._wait_flag()
+    async def answered(self) -> None:
+        """Return once the actor has answered, without raising an error answer
+        (`value_nowait` then returns or raises the answer)."""
+        await self._wait_flag()
 
 
 class _Answerable(Protocol):

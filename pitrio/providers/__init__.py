@@ -44,15 +44,6 @@ from pitrio.providers._events import ToolCallEndEvent as ToolCallEndEvent
 from pitrio.providers._events import ToolCallStartEvent as ToolCallStartEvent
 from pitrio.providers._events import final_message as final_message
 from pitrio.providers._events import is_terminal as is_terminal
-from pitrio.providers._faux import DEFAULT_YIELD_EVERY as DEFAULT_YIELD_EVERY
-from pitrio.providers._faux import FauxModelDefinition as FauxModelDefinition
-from pitrio.providers._faux import FauxProvider as FauxProvider
-from pitrio.providers._faux import FauxState as FauxState
-from pitrio.providers._faux import faux_assistant_message as faux_assistant_message
-from pitrio.providers._faux import faux_text as faux_text
-from pitrio.providers._faux import faux_thinking as faux_thinking
-from pitrio.providers._faux import faux_tool_call as faux_tool_call
-from pitrio.providers._faux import register_faux_provider as register_faux_provider
 from pitrio.providers._google import register_google as register_google
 from pitrio.providers._http import HTTPStatusError as HTTPStatusError
 from pitrio.providers._http import InvalidStreamError as InvalidStreamError
@@ -150,12 +141,20 @@ from pitrio.providers._sse import SSEEvent as SSEEvent
 from pitrio.providers._stream import ABORTED_MESSAGE as ABORTED_MESSAGE
 from pitrio.providers._stream import ASSISTANT_STREAM_BUFFER as ASSISTANT_STREAM_BUFFER
 from pitrio.providers._stream import AssistantMessageEventStream as AssistantMessageEventStream
-from pitrio.providers._stream import InlineStreamFn as InlineStreamFn
 from pitrio.providers._stream import ProviderStreamFn as ProviderStreamFn
 from pitrio.providers._stream import now_ms as now_ms
 from pitrio.providers._transform import NO_RESULT_PROVIDED as NO_RESULT_PROVIDED
 from pitrio.providers._transform import NormalizeToolCallId as NormalizeToolCallId
 from pitrio.providers._transform import transform_messages as transform_messages
+from pitrio.providers.faux import DEFAULT_YIELD_EVERY as DEFAULT_YIELD_EVERY
+from pitrio.providers.faux import FauxModelDefinition as FauxModelDefinition
+from pitrio.providers.faux import FauxProvider as FauxProvider
+from pitrio.providers.faux import FauxState as FauxState
+from pitrio.providers.faux import faux_assistant_message as faux_assistant_message
+from pitrio.providers.faux import faux_text as faux_text
+from pitrio.providers.faux import faux_thinking as faux_thinking
+from pitrio.providers.faux import faux_tool_call as faux_tool_call
+from pitrio.providers.faux import register_faux_provider as register_faux_provider
 
 __all__ = [
     "ABORTED_MESSAGE",
@@ -193,7 +192,6 @@ __all__ = [
     "FauxState",
     "HTTPStatusError",
     "ImageContent",
-    "InlineStreamFn",
     "InputKind",
     "InvalidStreamError",
     "Message",

@@ -22,7 +22,7 @@ import trio
 from pitrio.channels import raise_lone
 from pitrio.providers._events import final_message, is_terminal
 from pitrio.providers._messages import AssistantMessage, Context, Model, StreamOptions
-from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
+from pitrio.providers._registry import ProviderRegistry, default_registry
 from pitrio.providers._stream import (
     ASSISTANT_STREAM_BUFFER,
     DEFAULT_OPTIONS,
@@ -57,28 +57,9 @@ def start_stream(
     provider = (registry or default_registry).resolve(model.api)
     events = AssistantMessageEventStream(model, max_buffer=max_buffer, abortable=abortable)
     options = options or DEFAULT_OPTIONS
-    if not _started_inline(provider, model, context, options, events):
-        fn = provider.simple() if simple else provider.stream
-        nursery.start_soon(events._run, fn, model, context, options)
+    fn = provider.simple() if simple else provider.stream
+    nursery.start_soon(events._run, fn, model, context, options)
     return events
-
-
-def _started_inline(
-    provider: ApiProvider,
-    model: Model,
-    context: Context,
-    options: StreamOptions,
-    events: AssistantMessageEventStream,
-) -> bool:
-    """Hand ``events`` the provider's inline source, if it has one for this call."""
-    inline = provider.inline
-    if inline is None:
-        return False
-    source = inline(model, context, options, events)
-    if source is None:
-        return False
-    events.feed_from(source)
-    return True
 
 
 def stream(
@@ -109,9 +90,8 @@ def stream_simple(
 
 class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
     """The ``async with`` of `stream` and `stream_simple`: the provider runs as a task of a
-    nursery that holds the caller's block (an inline provider runs in the caller's task, and
-    no nursery is opened). One object per call, where generator-based context managers made
-    three layers (each a generator, its frames and a few calls per call)."""
+    nursery that holds the caller's block. One object per call, where generator-based context
+    managers made three layers (each a generator, its frames and a few calls per call)."""
 
     __slots__ = (
         "_context",
@@ -147,8 +127,6 @@ class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
         options = self._options or DEFAULT_OPTIONS
         provider = (self._registry or default_registry).resolve(model.api)
         events = self._events = AssistantMessageEventStream(model)
-        if _started_inline(provider, model, context, options, events):
-            return events  # its first run is a checkpoint (EventStream.feed_from)
         fn = provider.simple() if self._simple else provider.stream
         self._manager = trio.open_nursery()
         nursery = self._nursery = await self._manager.__aenter__()
@@ -162,10 +140,7 @@ class _Streaming(AbstractAsyncContextManager[AssistantMessageEventStream]):
         tb: TracebackType | None,
     ) -> bool:
         events = self._events
-        assert events is not None
-        if self._nursery is None:  # an inline provider: nothing runs but in this task
-            events.close()
-            return False
+        assert events is not None and self._nursery is not None
         if not events.terminated:
             self._nursery.cancel_scope.cancel()
         # No checkpoint here: in a cancelled nursery it would raise Cancelled and replace an

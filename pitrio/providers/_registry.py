@@ -14,7 +14,7 @@ from typing import Final
 import attrs
 
 from pitrio._exceptions import PitrioError
-from pitrio.providers._stream import InlineStreamFn, ProviderStreamFn
+from pitrio.providers._stream import ProviderStreamFn
 
 
 class ProviderError(PitrioError):
@@ -39,15 +39,11 @@ class ApiProvider:
 
     ``stream`` takes API-specific options (``StreamOptions.provider_options``);
     ``stream_simple`` maps the unified ``reasoning`` level onto the API (defaults to ``stream``).
-    ``inline``, for a provider that computes its answers (the faux), is tried first by both:
-    it runs the answer in the consumer's task instead of a task of its own where it can (see
-    `InlineStreamFn`).
     """
 
     api: str
     stream: ProviderStreamFn
     stream_simple: ProviderStreamFn | None = None
-    inline: InlineStreamFn | None = None
 
     def simple(self) -> ProviderStreamFn:
         return self.stream_simple if self.stream_simple is not None else self.stream

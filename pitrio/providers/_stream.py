@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 import trio
 
 from pitrio._exceptions import UsageError
-from pitrio.channels import EventSource, EventStream
+from pitrio.channels import EventStream
 from pitrio.providers._events import (
     AssistantMessageEvent,
     ErrorEvent,
@@ -91,13 +91,8 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         if not self._abortable:
             raise UsageError(NOT_ABORTABLE)
         self._abort_requested = True
-        if self._scope is not None:  # the provider's task, or what an inline one awaits
+        if self._scope is not None:  # the provider's task
             self._scope.cancel()
-        if self._source is not None:  # an inline provider: it ends here, as it is
-            source, self._source = self._source, None
-            source.close()
-            message = self._finish_message("aborted", ABORTED_MESSAGE)
-            self._end_with(ErrorEvent(reason="aborted", error=message))
 
     def finish_aborted(self) -> AssistantMessage:
         """The message as it stands, ended ``aborted`` (for a consumer cancelled mid-stream).
@@ -118,27 +113,6 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
             )
         builder.update(stop_reason=stop_reason, error_message=error_message, timestamp=now_ms())
         return builder.build()
-
-    async def _await_for_source(self, awaitable: Awaitable[Any]) -> Any:
-        # In a scope of its own, so that abort() cancels it as it would the provider's task
-        # (an async factory the faux is waiting for, say); none when there is no abort.
-        if not self._abortable:
-            return await awaitable
-        with trio.CancelScope() as scope:
-            self._scope = scope
-            try:
-                return await awaitable
-            finally:
-                self._scope = None
-        return None  # aborted: the stream has ended and the source is closed
-
-    def _source_ended(self) -> None:
-        message = self._finish_message("error", ENDED_WITHOUT_TERMINAL)
-        self._end_with(ErrorEvent(reason="error", error=message))
-
-    def _source_failed(self, exc: Exception) -> None:
-        message = self._finish_message("error", _error_text(exc))
-        self._end_with(ErrorEvent(reason="error", error=message))
 
     async def _run(
         self, fn: ProviderStreamFn, model: Model, context: Context, options: StreamOptions
@@ -192,17 +166,3 @@ turned into one by the driver. Cancellation must be allowed to propagate.
 def _error_text(exc: BaseException) -> str:
     text = str(exc)
     return text if text else type(exc).__name__
-
-
-InlineStreamFn: TypeAlias = Callable[
-    [Model, Context, StreamOptions, AssistantMessageEventStream],
-    "EventSource[AssistantMessageEvent] | None",
-]
-"""A provider's inline form, for a provider that computes its answer (no I/O to wait on).
-
-Called instead of starting the provider's task: it returns the source the consumer runs in
-its own task (`EventStream.feed_from`), following the `ProviderStreamFn` contract with runs
-of events in place of pushes (the completion event last), or None to be run as a task this
-time. It must not block; an abort closes the source and ends the
-stream with what the attached builder holds.
-"""

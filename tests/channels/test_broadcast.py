@@ -607,7 +607,7 @@ async def test_a_queued_publish_awaited_after_the_lock_was_released_still_delive
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """A publish queued behind another, whose awaitable only starts after that one finished
-    (handed to another task, as the agent loop's inline delivery does), takes the free lock
+    (handed to another task), takes the free lock
     instead of waiting for a hand-over that never comes."""
     bus: Broadcast[int] = Broadcast()
     seen: list[int] = []

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pitrio.channels import (
-    CHECKPOINT,
     EVENT_STREAM_BUFFER,
     EventStream,
     StreamEndedWithoutResult,
@@ -317,203 +316,63 @@ def test_order_is_preserved_for_any_buffer_size(max_buffer, n_events, consumer_p
     assert trio.run(main) == [*events, Ev("done", n_events)]
 
 
-async def test_offer_buffers_until_full_then_refuses(autojump_clock):
-    """offer buffers while there is room, returns False on a full buffer without raising, and
-    receive_all_nowait hands the buffered events over in order and makes room again."""
+async def test_receive_all_nowait_takes_the_buffer_in_order_and_makes_room(autojump_clock):
+    """receive_all_nowait hands every buffered event over in order, [] when there is none,
+    and makes room for push_nowait again; after the completion event it returns the rest."""
     stream = make_stream(max_buffer=2)
-    assert stream.offer(Ev("delta", 1))
-    assert stream.offer(Ev("delta", 2))
-    assert not stream.offer(Ev("delta", 3))
+    stream.push_nowait(Ev("delta", 1))
+    stream.push_nowait(Ev("delta", 2))
+    with pytest.raises(trio.WouldBlock):
+        stream.push_nowait(Ev("delta", 3))
     assert [e.value for e in stream.receive_all_nowait()] == [1, 2]
-    assert not stream.receive_all_nowait()
-    assert stream.offer(Ev("delta", 3))
+    assert stream.receive_all_nowait() == []
+    stream.push_nowait(Ev("delta", 3))
     await stream.push(Ev("done", 9))
     assert [e.kind for e in stream.receive_all_nowait()] == ["delta", "done"]
     assert await stream.result() == 9
     with pytest.raises(StopAsyncIteration):
         await anext(stream)
+    with pytest.raises(trio.EndOfChannel):
+        await stream.receive()
 
 
-async def test_offer_wakes_a_waiting_consumer_and_is_dropped_after_the_end(autojump_clock):
-    """An offered event reaches a parked consumer; after end() offers are dropped silently."""
+async def test_push_nowait_hands_over_to_a_waiting_consumer_even_unbuffered(autojump_clock):
+    """With max_buffer=0 push_nowait succeeds while the consumer waits (a rendezvous); after
+    end() pushes are dropped silently."""
     stream = make_stream(max_buffer=0)
     received: list[Ev] = []
 
     async def consume() -> None:
-        received.append(await anext(stream))
+        received.append(await stream.receive())
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(consume)
         await trio.testing.wait_all_tasks_blocked()
-        assert stream.offer(Ev("delta", 5))  # rendezvous: the waiting consumer takes it
+        stream.push_nowait(Ev("delta", 5))
     assert received == [Ev("delta", 5)]
     stream.end(1)
-    assert stream.offer(Ev("delta", 6))
-    assert not stream.receive_all_nowait()
+    stream.push_nowait(Ev("delta", 6))
+    assert stream.receive_all_nowait() == []
 
 
 async def test_receive_all_nowait_unblocks_a_waiting_producer(autojump_clock):
-    """Taking the whole buffer lets a producer waiting for room go on."""
+    """Taking the whole buffer lets a producer waiting for room go on: the event it waited
+    with is taken by the same call, in order."""
     stream = make_stream(max_buffer=1)
-    stream.offer(Ev("delta", 1))
+    stream.push_nowait(Ev("delta", 1))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(stream.push, Ev("delta", 2))
         await trio.testing.wait_all_tasks_blocked()
-        assert [e.value for e in stream.receive_all_nowait()] == [1]
-    assert [e.value for e in stream.receive_all_nowait()] == [2]
+        assert stream.statistics().producers_waiting == 1
+        assert [e.value for e in stream.receive_all_nowait()] == [1, 2]
+    assert stream.statistics().producers_waiting == 0
+    assert stream.receive_all_nowait() == []
 
 
-# -- a source run by the consumer (feed_from) ---------------------------------------------------
-
-
-async def collect_noting_steps(stream: EventStream[Ev, int]) -> tuple[list[Ev], list[int]]:
-    """Iterate ``stream`` to its end, noting after each step of this task how much was
-    buffered (a Trio instrument): the events, and those counts."""
-    me = trio.lowlevel.current_task()
-    buffered_at_step_end: list[int] = []
-
-    class Steps(trio.abc.Instrument):
-        def after_task_step(self, task: trio.lowlevel.Task) -> None:
-            if task is me:
-                buffered_at_step_end.append(stream.statistics().buffered)
-
-    instrument = Steps()
-    trio.lowlevel.add_instrument(instrument)
-    try:
-        received = await collect(stream)
-    finally:
-        trio.lowlevel.remove_instrument(instrument)
-    return received, buffered_at_step_end
-
-
-async def test_a_source_is_run_by_the_consumer_a_run_per_step():
-    """The consumer runs the source itself: each run is buffered whole, in order, and the
-    consumer yields to the scheduler before every run but the first (a step per run); the
-    completion event ends the stream, its result recorded, and closes the source."""
-    closed: list[bool] = []
-
-    def source():
-        try:
-            yield [Ev("a", 1), Ev("a", 2)]
-            yield [Ev("a", 3)]
-            yield [Ev("a", 4), Ev("done", 9)]
-            yield [Ev("never")]
-        finally:
-            closed.append(True)
-
+async def test_receive_all_nowait_after_close_raises_closed_resource_error() -> None:
+    """The consumer that closed its side cannot take events any more."""
     stream = make_stream()
-    stream.feed_from(source())
-    received, buffered_at_step_end = await collect_noting_steps(stream)
-    assert [e.value for e in received] == [1, 2, 3, 4, 9]
-    assert closed == [True]
-    assert await stream.result() == 9
-    # Two steps ended, at the checkpoints before runs 2 and 3, the run before each all taken.
-    assert buffered_at_step_end == [0, 0]
-
-
-async def test_a_sources_awaitable_is_awaited_by_the_consumer_and_its_value_sent_back():
-    """An awaitable the source yields in place of a run is awaited in the consumer's task and
-    its value sent back in (an async callback inside a computed answer)."""
-
-    async def answer() -> int:
-        await trio.lowlevel.checkpoint()
-        return 5
-
-    def source():
-        value = yield answer()
-        yield [Ev("a", value), Ev("done", value * 2)]
-
-    stream = make_stream()
-    stream.feed_from(source())
-    assert [e.value for e in await collect(stream)] == [5, 10]
-    assert await stream.result() == 10
-
-
-async def test_a_source_that_returns_without_completion_ends_the_stream_without_a_result():
-    """A source that stops early ends the iteration after its events; result() raises."""
-
-    def source():
-        yield [Ev("a", 1)]
-
-    stream = make_stream()
-    stream.feed_from(source())
-    assert [e.value for e in await collect(stream)] == [1]
-    with pytest.raises(StreamEndedWithoutResult):
-        await stream.result()
-
-
-async def test_a_source_that_raises_raises_in_the_consumer_and_ends_the_stream():
-    """An exception from the source comes out of the consumer's wait; the stream is ended."""
-
-    def source():
-        yield [Ev("a", 1)]
-        raise ValueError("broken source")
-
-    stream = make_stream()
-    stream.feed_from(source())
-    received: list[Ev] = []
-    with pytest.raises(ValueError, match="broken source"):
-        async for event in stream:
-            received.append(event)
-    assert received == [Ev("a", 1)]
-    assert stream.statistics().done
-
-
-async def test_closing_the_consumer_side_closes_the_source():
-    """close() (and so aclose and ``async with``) closes an unfinished source at once."""
-    closed: list[bool] = []
-
-    def source():
-        try:
-            while True:
-                yield [Ev("a")]
-        finally:
-            closed.append(True)
-
-    stream = make_stream()
-    stream.feed_from(source())
-    async with stream:
-        assert (await stream.__anext__()).kind == "a"
-    assert closed == [True]
+    stream.push_nowait(Ev("delta", 1))
+    stream.close()
     with pytest.raises(trio.ClosedResourceError):
-        await stream.__anext__()
-
-
-async def test_result_runs_the_source_for_a_stream_nobody_reads_up_to_its_buffer(autojump_clock):
-    """result() runs the source while the buffer has room: a short answer completes with
-    nobody iterating; a long one stops a buffer ahead and waits for the consumer."""
-
-    def short():
-        yield [Ev("a", 1)]
-        yield [Ev("done", 3)]
-
-    stream = make_stream(max_buffer=4)
-    stream.feed_from(short())
-    assert await stream.result() == 3
-    assert stream.statistics().buffered == 2
-
-    def endless():
-        while True:
-            yield [Ev("a"), Ev("a")]
-
-    stream = make_stream(max_buffer=4)
-    stream.feed_from(endless())
-    with trio.move_on_after(TIMEOUT) as scope:  # result() parks: nothing else can run it
-        await stream.result()
-    assert scope.cancelled_caught
-    assert stream.statistics().buffered == 4
-
-
-async def test_a_source_yielding_checkpoint_makes_the_consumer_pass_through_the_scheduler():
-    """CHECKPOINT from a source is a scheduler pass of the consumer (and nothing is sent
-    back): the first run is then not in the consumer's first step."""
-
-    def source():
-        got = yield CHECKPOINT
-        yield [Ev("done", 1 if got is None else 2)]
-
-    stream = make_stream()
-    stream.feed_from(source())
-    received, buffered_at_step_end = await collect_noting_steps(stream)
-    assert received == [Ev("done", 1)]
-    assert buffered_at_step_end == [0]
+        stream.receive_all_nowait()

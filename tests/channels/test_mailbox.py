@@ -122,6 +122,40 @@ async def test_blocked_puts_are_admitted_in_arrival_order(autojump_clock):
     assert collected == ["a", "b", "c", "d"]
 
 
+async def test_a_cancelled_blocked_put_leaves_the_others_in_order(autojump_clock):
+    """A put cancelled while queued between two others adds nothing; the puts before and
+    after it are admitted in their order, each unblocked once its item is in the box."""
+    mailbox = filled("a", max_size=1, mode="one-at-a-time")
+    done: list[str] = []
+
+    async def put(item: str, scope: trio.CancelScope | None = None) -> None:
+        with scope or trio.CancelScope():
+            await mailbox.put(item)
+            done.append(item)
+
+    middle = trio.CancelScope()
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(put, "b")
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(put, "x", middle)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(put, "c")
+            await trio.testing.wait_all_tasks_blocked()
+            middle.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            assert mailbox.statistics().waiting_putters == 2
+            collected = mailbox.drain()
+            await trio.testing.wait_all_tasks_blocked()
+            assert done == ["b"]  # admitted with the room drain made; "c" still waits
+            collected += mailbox.drain()
+            await trio.testing.wait_all_tasks_blocked()
+            collected += mailbox.drain()
+    assert collected == ["a", "b", "c"]
+    assert done == ["b", "c"]
+    assert mailbox.statistics().waiting_putters == 0
+
+
 async def test_clear_admits_blocked_puts(autojump_clock):
     """clear() frees room, so blocked put() calls finish and their items stay in the box."""
     mailbox = filled("a", "b", max_size=2)

@@ -39,7 +39,7 @@ from pitrio.providers import (
     stream_simple,
 )
 from pitrio.providers._codec import PROVIDERS_CODEC
-from pitrio.providers._faux import DEFAULT_YIELD_EVERY, serialize_context
+from pitrio.providers.faux import DEFAULT_YIELD_EVERY, serialize_context
 
 from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
 
@@ -47,8 +47,8 @@ from pi_data import PI_NOW, canonical, load_json, load_jsonl, normalise_now
 @contextmanager
 def after_each_step(callback: Callable[[], None], *, of: str) -> Iterator[None]:
     """Call ``callback`` after every step, while the block runs, of the calling task
-    (``of="self"``: the consumer, running an inline provider) or of a task spawned in a nursery
-    it opened (``of="children"``: a provider task started with ``start_stream``)."""
+    (``of="self"``) or of a task spawned in a nursery it opened (``of="children"``: a
+    provider task started with ``start_stream``)."""
     me = trio.lowlevel.current_task()
 
     class Steps(trio.abc.Instrument):
@@ -68,7 +68,7 @@ def after_each_step(callback: Callable[[], None], *, of: str) -> Iterator[None]:
 
 
 def as_a_task(faux: FauxProvider, registry: ProviderRegistry) -> Model:
-    """A model whose API serves ``faux`` without its inline form: each call is a task."""
+    """A model whose API serves ``faux`` through a wrapper that keeps only its ``stream``."""
     faux_api = registry.resolve(faux.api)
     registry.register(ApiProvider(api="faux-as-a-task", stream=faux_api.stream))
     model = faux.get_model()
@@ -287,12 +287,12 @@ async def test_tokens_per_second_paces_the_stream(
 
 
 @pytest.mark.parametrize("paced", [False, True])
-async def test_an_answer_runs_in_the_consumers_task_paced_or_not(
+async def test_an_answer_runs_as_the_streams_own_task_paced_or_not(
     autojump_clock: trio.testing.MockClock, registry: ProviderRegistry, paced: bool
 ) -> None:
-    """The faux spawns no task: the consumer computes the answer as it reads (the nursery
-    stays empty, the response is taken at the first read); a paced one sleeps on the pacing
-    clock between chunks, in the consumer's task too. Same events, paced on time."""
+    """The faux answers in the provider task start_stream spawns, like any provider (the
+    response is taken when that task runs); a paced one sleeps between chunks in that task.
+    Same events, paced on time."""
     faux = register_faux_provider(
         api="faux",
         token_size=(1, 1),
@@ -305,21 +305,19 @@ async def test_an_answer_runs_in_the_consumers_task_paced_or_not(
     async with trio.open_nursery() as nursery:
         start = trio.current_time()
         events = start_stream(nursery, model, Context(), registry=registry)
-        assert len(nursery.child_tasks) == 0
+        assert len(nursery.child_tasks) == 1
         assert faux.pending_count == 1  # nothing ran yet
         types = [event.type async for event in events]
-        assert len(nursery.child_tasks) == 0
         assert trio.current_time() - start == pytest.approx(10 * 0.001 if paced else 0)
     assert faux.pending_count == 0
     assert types == ["start", "text_start"] + ["text_delta"] * 10 + ["text_end", "done"]
 
 
-async def test_a_paced_answer_as_a_task_pushes_what_a_slow_reader_has_no_room_for(
+async def test_a_paced_answer_waits_for_room_in_a_slow_readers_buffer(
     autojump_clock: trio.testing.MockClock, registry: ProviderRegistry
 ) -> None:
-    """Served without its inline form (a wrapper that keeps only ``stream``, as the CLI's
-    credentials do), a paced answer runs as a task; a delta that falls due while the reader's
-    buffer is full stops the feed and is pushed with backpressure, then the feed goes on:
+    """Served through a wrapper that keeps only ``stream`` (as the CLI's credentials do), a
+    paced answer whose reader is slower than the pace (a buffer of one) waits for room:
     every event arrives, in order."""
     faux = register_faux_provider(
         api="faux", token_size=(1, 1), tokens_per_second=1_000, registry=registry
@@ -340,10 +338,10 @@ async def test_a_paced_answer_as_a_task_pushes_what_a_slow_reader_has_no_room_fo
     assert "".join(texts) == "abcd" * 10
 
 
-async def test_an_inline_answer_aborted_from_another_task_ends_at_once(
+async def test_an_answer_aborted_from_another_task_ends_aborted(
     autojump_clock: trio.testing.MockClock, faux: FauxProvider, registry: ProviderRegistry
 ) -> None:
-    """abort() from a task that is not the reader ends an inline stream on the spot: result()
+    """abort() from a task that is not the reader ends the stream: result()
     returns the aborted message (with what was streamed) though nobody reads, and the reader
     then gets what was buffered, then the aborted error event, and nothing more."""
     faux.set_responses([faux_assistant_message("abcd" * 1_000)])
@@ -366,11 +364,11 @@ async def test_an_inline_answer_aborted_from_another_task_ends_at_once(
     assert isinstance(rest[-1], ErrorEvent) and rest[-1].error is result
 
 
-async def test_abort_cancels_the_async_factory_an_inline_answer_waits_for(
+async def test_abort_cancels_the_async_factory_an_answer_waits_for(
     autojump_clock: trio.testing.MockClock, faux: FauxProvider, registry: ProviderRegistry
 ) -> None:
-    """An inline answer waiting for its async factory is aborted as a provider task would be:
-    the factory is cancelled and the reader gets the aborted error event at once."""
+    """An answer waiting for its async factory is aborted: the factory is cancelled and the
+    reader gets the aborted error event at once."""
     factory_cancelled: list[bool] = []
 
     async def never(*_: Any) -> AssistantMessage:
@@ -399,12 +397,12 @@ async def test_abort_cancels_the_async_factory_an_inline_answer_waits_for(
     assert trio.current_time() == pytest.approx(1)
 
 
-async def test_result_awaited_beside_the_reader_of_an_inline_answer_takes_no_turn_of_its_own(
+async def test_result_awaited_beside_the_reader_gets_the_answer_the_reader_reads(
     autojump_clock: trio.testing.MockClock, faux: FauxProvider, registry: ProviderRegistry
 ) -> None:
-    """A task awaiting result() while the reader runs an inline answer (here parked in its
-    async factory) waits for the reader's run instead of running the answer itself: the
-    factory's message reaches both, every event reaches the reader once, in order."""
+    """A task awaiting result() while the reader reads (the answer first waits for its async
+    factory): the factory's message reaches both, every event reaches the reader once, in
+    order."""
 
     async def slow(*_: Any) -> AssistantMessage:
         await trio.sleep(1)
@@ -429,27 +427,35 @@ async def test_result_awaited_beside_the_reader_of_an_inline_answer_takes_no_tur
     assert results[0].text() == "abcd" * 300
 
 
-async def test_every_inline_call_passes_through_the_scheduler_an_empty_scripts_too(
+async def test_every_call_passes_through_the_scheduler_an_empty_scripts_too(
     faux: FauxProvider, registry: ProviderRegistry
 ) -> None:
     """A call that finds no scripted response still yields to the scheduler once before its
-    error event, as every inline call does: a loop of such calls cannot starve other tasks."""
+    error event, as every call does: its provider task runs in two steps."""
     model = faux.get_model()
     assert model is not None
-    async with stream_simple(model, Context(), registry=registry) as events:
-        with trio.testing.assert_checkpoints():
+    steps = 0
+
+    def count() -> None:
+        nonlocal steps
+        steps += 1
+
+    with after_each_step(count, of="children"):
+        async with trio.open_nursery() as nursery:
+            events = start_stream(nursery, model, Context(), registry=registry)
             seen = [event async for event in events]
+    assert steps == 2
     assert [e.type for e in seen] == ["error"]
     assert seen[0].error.error_message == "No more faux responses queued"
 
 
-@pytest.mark.parametrize(("chunks", "passes"), [(1, 1), (7, 1), (8, 1), (15, 1), (16, 2), (20, 2)])
-async def test_an_inline_call_passes_through_the_scheduler_once_per_run_boundary(
+@pytest.mark.parametrize(("chunks", "passes"), [(1, 1), (7, 1), (8, 2), (15, 2), (16, 3), (20, 3)])
+async def test_a_call_passes_through_the_scheduler_before_its_start_and_between_runs(
     registry: ProviderRegistry, chunks: int, passes: int
 ) -> None:
-    """An answer of one run passes through the scheduler once, before its start; a longer
-    one only between its runs (yield_every=8: before chunk 8, 16, ...), not before its
-    start too. Each pass is a step of the consumer's task (the last step runs to the end)."""
+    """An answer passes through the scheduler before its start, then between its runs
+    (yield_every=8: before chunk 8, 16, ...). Each pass ends a step of the provider's task
+    (its last step runs to the end)."""
     faux = register_faux_provider(api="faux", token_size=(1, 1), registry=registry, yield_every=8)
     model = faux.get_model()
     assert model is not None
@@ -460,10 +466,11 @@ async def test_an_inline_call_passes_through_the_scheduler_once_per_run_boundary
         nonlocal steps
         steps += 1
 
-    async with stream_simple(model, Context(messages=()), registry=registry) as events:
-        with after_each_step(count, of="self"):
-            seen = [event async for event in events]
-            await trio.lowlevel.checkpoint()  # ends the step that ran the answer
+    with after_each_step(count, of="children"):
+        async with trio.open_nursery() as nursery:
+            events = start_stream(nursery, model, Context(messages=()), registry=registry)
+            await events.result()  # read nothing until the provider is done
+    seen = [event async for event in events]
     assert sum(isinstance(e, TextDeltaEvent) for e in seen) == chunks
     assert steps == passes + 1
 
@@ -580,9 +587,9 @@ async def test_unlimited_stream_lets_other_tasks_run_every_few_chunks(
 async def test_batched_deltas_arrive_whole_and_in_order_for_any_buffer(
     registry: ProviderRegistry, yield_every: int, max_buffer: int
 ) -> None:
-    """The unlimited stream hands its deltas over in batches (offer_many): a consumer that
-    reads slowly, through a buffer smaller or larger than a batch, still gets every delta once,
-    in order, each with the partial message as it was at that delta."""
+    """The unlimited stream hands its deltas over in runs: a consumer that reads slowly,
+    through a buffer smaller or larger than a run, still gets every delta once, in order,
+    each with the partial message as it was at that delta."""
     faux = register_faux_provider(
         api="faux", token_size=(1, 1), registry=registry, yield_every=yield_every
     )
@@ -609,19 +616,16 @@ async def test_batched_deltas_arrive_whole_and_in_order_for_any_buffer(
     assert (await events.result()).content == (TextContent(text=text),)
 
 
-@pytest.mark.parametrize("form", ["inline", "task"])
 async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_at_a_time(
-    registry: ProviderRegistry, form: str
+    registry: ProviderRegistry,
 ) -> None:
     """A burst the consumer's buffer cannot hold (yield_every above the buffer size) goes over
-    a buffer's worth at a time: inline, the consumer runs the faux in runs no longer than its
-    buffer (the buffer never holds more); as a task, the provider waits for room, then hands
-    over as much as fits at once. Either way a scheduler step per buffer's worth, not one per
-    remaining delta (that made yield_every=1000 ~4x slower)."""
+    a buffer's worth at a time: the provider waits for room, then hands over as much as fits
+    at once; a scheduler step of the provider per buffer's worth, not one per delta."""
     faux = register_faux_provider(
         api="faux", token_size=(1, 1), registry=registry, yield_every=1000
     )
-    model = as_a_task(faux, registry) if form == "task" else faux.get_model()
+    model = faux.get_model()
     assert model is not None
     text = "".join(f"{i:04d}" for i in range(400))  # 400 deltas, one burst
     faux.set_responses([faux_assistant_message(text)])
@@ -636,7 +640,7 @@ async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_at_a_time(
             most_buffered = max(most_buffered, events.statistics().buffered)
 
     deltas: list[str] = []
-    with after_each_step(count, of="self" if form == "inline" else "children"):
+    with after_each_step(count, of="children"):
         async with trio.open_nursery() as nursery:
             events = start_stream(
                 nursery, model, Context(messages=()), registry=registry, max_buffer=16
@@ -646,24 +650,23 @@ async def test_a_burst_larger_than_the_buffer_goes_over_a_buffer_at_a_time(
                     deltas.append(event.delta)
     assert deltas == [f"{i:04d}" for i in range(400)]
     # 400 deltas through 16 places: ~25 hand-overs; one per delta would be ~385 steps.
-    assert 400 // 16 <= steps <= 2 * 400 // 16 + 10
+    assert 400 // (16 + 1) <= steps <= 2 * 400 // 16 + 10  # a run fills it, one more waits
     assert most_buffered <= 16 + 3  # a run's deltas, its block's start and end, the done
 
 
-@pytest.mark.parametrize("form", ["inline", "task"])
 @pytest.mark.parametrize("yield_every", [1, 2, 7])
 async def test_the_unlimited_stream_checkpoints_before_every_yield_every_th_chunk(
-    registry: ProviderRegistry, yield_every: int, form: str
+    registry: ProviderRegistry, yield_every: int
 ) -> None:
     """At unlimited speed the faux yields to the scheduler before chunk k, k = yield_every,
     2 * yield_every, ... counted across the whole answer (thinking, then text here), and at
-    no other chunk: each step of the task running it (the consumer, for the inline faux; the
-    provider's task otherwise), as a Trio instrument sees by the events buffered at its end,
-    stops just before such a chunk, the last one after the whole answer."""
+    no other chunk (and before its start): each step of the provider's task, as a Trio
+    instrument sees by the events buffered at its end, stops just before such a chunk, the
+    last one after the whole answer."""
     faux = register_faux_provider(
         api="faux", token_size=(1, 1), registry=registry, yield_every=yield_every
     )
-    model = as_a_task(faux, registry) if form == "task" else faux.get_model()
+    model = faux.get_model()
     assert model is not None
     thinking = "".join(f"t{i:03d}" for i in range(20))
     text = "".join(f"x{i:03d}" for i in range(30))
@@ -675,7 +678,7 @@ async def test_the_unlimited_stream_checkpoints_before_every_yield_every_th_chun
         if events is not None:
             pushed_by_step.append(events.statistics().buffered)
 
-    with after_each_step(record, of="self" if form == "inline" else "children"):
+    with after_each_step(record, of="children"):
         async with trio.open_nursery() as nursery:
             events = start_stream(
                 nursery, model, Context(messages=()), registry=registry, max_buffer=500
@@ -719,3 +722,63 @@ async def test_deltas_equal_the_constructed_ones(registry: ProviderRegistry, blo
         ]
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             event.delta = "changed"
+
+
+async def test_concurrent_paced_streams_each_keep_their_pace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Fifty faux streams at 50 tokens/s each get a 4-character delta every 20 ms."""
+    registry = ProviderRegistry()
+    faux = register_faux_provider(token_size=(1, 1), tokens_per_second=50, registry=registry)
+    faux.set_responses([faux_assistant_message("abcd" * 10) for _ in range(50)])
+    model = faux.get_model()
+    assert model is not None
+    times: list[list[float]] = []
+
+    async def one() -> None:
+        stamps: list[float] = []
+        async with stream_simple(model, Context(), registry=registry) as events:
+            async for event in events:
+                if isinstance(event, TextDeltaEvent):
+                    stamps.append(trio.current_time())
+        times.append(stamps)
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        for _ in range(50):
+            nursery.start_soon(one)
+    expected = [pytest.approx(start + 0.02 * (k + 1)) for k in range(10)]
+    assert times == [expected] * 50
+
+
+@pytest.mark.parametrize("paced", [False, True])
+async def test_an_answer_aborted_while_its_reader_lags_ends_with_what_the_reader_got(
+    autojump_clock: trio.testing.MockClock, registry: ProviderRegistry, paced: bool
+) -> None:
+    """A stream aborted while its provider waits for room in a lagging reader's buffer (one
+    place) ends with an aborted message whose text is exactly the deltas the reader gets,
+    not the chunk the provider had made and could not hand over."""
+    faux = register_faux_provider(
+        api="faux",
+        token_size=(1, 1),
+        tokens_per_second=1_000 if paced else None,
+        registry=registry,
+        yield_every=1_000,
+    )
+    faux.set_responses([faux_assistant_message("abcd" * 50)])
+    model = faux.get_model()
+    assert model is not None
+    seen: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        events = start_stream(nursery, model, Context(), registry=registry, max_buffer=1)
+        async for event in events:
+            seen.append(event)
+            if sum(isinstance(e, TextDeltaEvent) for e in seen) == 3:
+                await trio.sleep(0.01)  # the provider fills the buffer and waits for room
+                events.abort()
+    result = await events.result()
+    assert result.stop_reason == "aborted"
+    deltas = "".join(e.delta for e in seen if isinstance(e, TextDeltaEvent))
+    assert result.text() == deltas
+    assert 3 <= len(deltas) // 4 < 50
+    assert isinstance(seen[-1], ErrorEvent) and seen[-1].error is result

@@ -24,7 +24,7 @@ from pitrio.providers import (
     Usage,
     UserMessage,
 )
-from pitrio.providers._faux import _estimate_tokens, serialize_context
+from pitrio.providers.faux._usage import _estimate_tokens, serialize_context
 
 
 def _pi_json(value: Any) -> str:

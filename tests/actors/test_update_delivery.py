@@ -1,5 +1,5 @@
-"""A paced stream's deltas are delivered from the provider's task while the loop waits; every
-subscriber, sync or async, still sees the same events in the same order as an unpaced run."""
+"""A stream's deltas become ``message_update`` events in the run's own task; every subscriber,
+sync or async, sees the same events in the same order, paced or not."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import trio
 import trio.testing
 
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
-from pitrio.providers import AssistantMessage, TextContent
 
 from helpers import Recorder, assistant, call, echo_tool, make_faux, tool_then_text
 
@@ -99,9 +98,8 @@ def _updates(events: list[AgentEvent]) -> list[AgentEvent]:
 async def test_a_subscriber_aborting_from_a_delta_stops_the_paced_run(
     autojump_clock: trio.testing.MockClock, with_async_subscriber: bool
 ) -> None:
-    """agent.abort() called by a sync subscriber on the fifth delta (run in the provider's
-    task) ends the run as aborted, with no delta after the next one; with an async subscriber
-    after it, the delivery the loop has to finish is finished before the abort lands."""
+    """agent.abort() called by a sync subscriber on the fifth delta ends the paced run as
+    aborted, with no delta after the next one; the closing events reach every subscriber."""
     seen, later_seen = await _abort_on_fifth_delta(50, "abcd" * 40, with_async_subscriber)
     assert 5 <= len(_updates(seen)) <= 6
     # The closing events were delivered, not skipped for a delivery left unfinished.
@@ -146,43 +144,3 @@ async def test_message_updates_equal_the_constructed_ones() -> None:
         ]
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             event.message = None  # type: ignore[misc]
-
-
-async def test_a_run_aborted_on_its_last_paced_delta_leaves_another_session_alone(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """Two agents stream paced answers on the shared pacing clock; one's subscriber aborts its
-    run on that answer's last delta, which the other's stream delivers (it keeps the clock).
-    The other answer streams to its end (it ended in an AssertionError: the clock woke the
-    aborted stream's task a second time, from the other stream's task)."""
-    faux, registry = make_faux(tokens_per_second=50)
-    faux.set_responses([assistant("abcd" * 20), assistant("efgh" * 2)])
-    ends: dict[str, AssistantMessage] = {}
-
-    async def session(name: str, abort_on: int | None) -> None:
-        async with open_agent(model=faux.get_model(), registry=registry) as agent:
-            deltas = 0
-
-            def listener(event: AgentEvent) -> None:
-                nonlocal deltas
-                if (
-                    isinstance(event, MessageUpdateEvent)
-                    and event.assistant_message_event.type == "text_delta"
-                ):
-                    deltas += 1
-                    if deltas == abort_on:
-                        agent.abort()
-
-            agent.subscribe(listener)
-            await agent.prompt("talk")
-            last = agent.messages[-1]
-            assert isinstance(last, AssistantMessage)
-            ends[name] = last
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(session, "keeper", None)
-        await trio.testing.wait_all_tasks_blocked()  # its stream keeps the clock
-        nursery.start_soon(session, "aborted", 2)  # "efgh" * 2: two deltas, the last aborts
-    assert ends["keeper"].stop_reason == "stop"
-    assert ends["keeper"].content == (TextContent(text="abcd" * 20),)
-    assert ends["aborted"].stop_reason == "aborted"

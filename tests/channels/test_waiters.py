@@ -1,46 +1,13 @@
-"""Waits that an actor repeats (a Mailbox consumer, a Reply's sender) park on an object made once,
-not on a coroutine chain made per wait: with thousands of sessions whatever a parked task keeps
-alive is promoted by CPython's cyclic collector. These tests pin the reuse and the behaviour
-around it (several waiters, cancellation, close)."""
+"""The waits an actor repeats (a Mailbox consumer, a Reply's sender, a Latch's waiters): several
+waiters, cancellation and close."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 import trio
 import trio.testing
-from parking import parked_on
 
 from pitrio.channels import Latch, Mailbox, Reply
-
-
-async def test_a_mailbox_consumer_parks_on_the_same_object_every_time(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """The one consumer of a Mailbox waits on one reused park, wait after wait."""
-    box: Mailbox[int] = Mailbox()
-    got: list[int] = []
-    consumer: list[trio.lowlevel.Task] = []
-
-    async def consume() -> None:
-        consumer.append(trio.lowlevel.current_task())
-        while True:
-            await box.wait_nonempty()
-            got.extend(box.drain())
-
-    leaves = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(consume)
-        for item in range(3):
-            await trio.sleep(1)
-            leaves.append(parked_on(consumer[0]))
-            box.put_nowait(item)
-        await trio.sleep(1)
-        nursery.cancel_scope.cancel()
-    assert got == [0, 1, 2]
-    assert leaves[0] is leaves[1] is leaves[2]
-    assert not hasattr(leaves[0], "cr_frame")  # not a coroutine made for the wait
 
 
 async def test_several_mailbox_waiters_all_wake_and_cancel_cleanly(
@@ -76,7 +43,7 @@ async def test_several_mailbox_waiters_all_wake_and_cancel_cleanly(
 
 
 @pytest.mark.parametrize("first_cancelled", [True, False])
-async def test_the_reused_park_serves_the_next_waiter_after_a_cancel_or_close(
+async def test_the_mailbox_serves_the_next_waiter_after_a_cancel_or_close(
     autojump_clock: trio.testing.MockClock, first_cancelled: bool
 ) -> None:
     """After the consumer's wait is cancelled another task can wait and be woken; a close
@@ -103,37 +70,6 @@ async def test_the_reused_park_serves_the_next_waiter_after_a_cancel_or_close(
         nursery.start_soon(close_later)
         with pytest.raises(trio.EndOfChannel):
             await box.wait_nonempty()
-
-
-async def test_a_reply_and_a_latch_park_their_first_waiter_without_a_waiting_chain(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """A Reply's or a Latch's first waiter parks on the object's own park, not on coroutines
-    made for the wait (Event.wait's chain); the answer and the flag still arrive."""
-    reply: Reply[str] = Reply()
-    latch = Latch()
-    tasks: dict[str, trio.lowlevel.Task] = {}
-    got: list[Any] = []
-
-    async def wait_reply() -> None:
-        tasks["reply"] = trio.lowlevel.current_task()
-        got.append(await reply.wait())
-
-    async def wait_latch() -> None:
-        tasks["latch"] = trio.lowlevel.current_task()
-        await latch.wait()
-        got.append("latched")
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(wait_reply)
-        nursery.start_soon(wait_latch)
-        await trio.sleep(1)
-        leaves = [parked_on(tasks["reply"]), parked_on(tasks["latch"])]
-        assert [type(leaf).__name__ for leaf in leaves] == ["Park", "Park"]
-        reply.set("answer")
-        latch.set()
-    assert sorted(got) == ["answer", "latched"]
-    assert reply.is_set and latch.is_set()
 
 
 async def test_latch_waiters_beyond_the_first_and_cancelled_waits(

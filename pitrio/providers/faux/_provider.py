@@ -1,5 +1,9 @@
 """The scripted ``faux`` provider (mirrors pi-ai's ``registerFauxProvider``).
 
+Each answer is streamed by the stream's own provider task, like any provider's: a paced one
+sleeps on the Trio clock between its chunks, so nothing of one session ever runs in another's
+task.
+
 A faux provider answers from a FIFO queue of scripted responses: finished assistant messages, or
 factories called with the request context. It streams them with pi's event protocol, cutting
 text, reasoning and tool-argument JSON into chunks of ``token_size * 4`` characters, and puts a
@@ -17,17 +21,13 @@ import inspect
 import itertools
 import random
 import secrets
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeAlias
 
 import attrs
-import orjson
 import trio
 
-from pitrio.channels import CHECKPOINT, FEED_STOPPED, EventSource, checkpoint
-from pitrio.providers._codec import PROVIDERS_CODEC
 from pitrio.providers._events import (
     DELTA_FACTORIES,
     AssistantMessageEvent,
@@ -52,10 +52,7 @@ from pitrio.providers._messages import (
     AssistantContentBlock,
     AssistantMessage,
     Context,
-    Cost,
-    ImageContent,
     InputKind,
-    Message,
     Model,
     ModelCost,
     ProviderResponse,
@@ -63,19 +60,19 @@ from pitrio.providers._messages import (
     StreamOptions,
     TextContent,
     ThinkingContent,
-    Tool,
     ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
 )
-from pitrio.providers._pacing import pacing_clock
 from pitrio.providers._partial import (
     AssistantMessageBuilder,
     PartialAssistantMessage,
 )
 from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
 from pitrio.providers._stream import AssistantMessageEventStream, now_ms
+from pitrio.providers.faux._usage import (
+    _estimate_tokens,
+    _json,
+    _with_usage_estimate,
+)
 
 DEFAULT_API: Final = "faux"
 DEFAULT_PROVIDER: Final = "faux"
@@ -87,13 +84,12 @@ DEFAULT_TOKEN_SIZE: Final = (3, 5)
 DEFAULT_YIELD_EVERY: Final = 128
 """Chunks an unlimited-speed stream sends between two checkpoints. pi waits one *microtask*
 per chunk, which lets its consumer run but never the event loop's timers or I/O; a Trio
-checkpoint is a full scheduler pass (~3.6 us here, several chunks' worth). Every subscriber
-still sees every event in order; other tasks wait at most 128 chunks for their turn (~0.1 ms
-to a provider's bare reader, ~0.2 ms to an Agent and its subscribers: a chunk costs 0.6-1.5
-us to make and deliver), and a run of 128 deltas fills the stream's buffer
-(``ASSISTANT_STREAM_BUFFER``) and no more. 64 until the faux ran in its consumer's task."""
+checkpoint is a full scheduler pass, worth several chunks. Every subscriber still sees every
+event in order, and other tasks wait at most this many chunks for their turn; a run of this
+many deltas fills the stream's buffer (``ASSISTANT_STREAM_BUFFER``) and no more."""
 OFFER_BATCH: Final = 128
-"""At most this many deltas are built before they are handed over (``yield_every=0``)."""
+"""Chunks between two cancellation points with ``yield_every=0`` (no scheduler pass of its
+own: the stream yields only when its consumer is a buffer behind)."""
 NO_MORE_RESPONSES: Final = "No more faux responses queued"
 
 ResponseFactory: TypeAlias = Callable[
@@ -158,7 +154,7 @@ def faux_assistant_message(
 
 
 # A response factory makes a message per request, and the usage estimate copies it: both
-# positionally (see pitrio.providers._events.positional_factory).
+# with the values in the class's order (see pitrio.providers._events.positional_factory).
 _scripted_message: Final[Callable[..., AssistantMessage]] = positional_factory(
     AssistantMessage,
     (
@@ -173,200 +169,10 @@ _scripted_message: Final[Callable[..., AssistantMessage]] = positional_factory(
         "timestamp",
     ),
 )
-_estimated_message: Final[Callable[..., AssistantMessage]] = positional_factory(
-    AssistantMessage,  # every field the keyword call takes, in the class's order
-    tuple(field.name for field in attrs.fields(AssistantMessage) if field.init),
-)
-
-
-# --------------------------------------------------------------------------- usage estimate
-
-
-def _js_length(text: str) -> int:
-    """Length in UTF-16 code units, as JavaScript's ``String.length``."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _estimate_tokens(text: str) -> int:
-    # ceil(length / 4) in integers (pi's Math.ceil(text.length / 4)).
-    return (_js_length(text) + 3) // 4
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def _user_text(content: str | Sequence[TextContent | ImageContent]) -> str:
-    if isinstance(content, str):
-        return content
-    if len(content) == 1 and type(content[0]) is TextContent:  # a prompt: one text block
-        return content[0].text
-    return "\n".join(
-        block.text
-        if isinstance(block, TextContent)
-        else f"[image:{block.mime_type}:{_js_length(block.data)}]"
-        for block in content
-    )
-
-
-def _assistant_text(content: Sequence[AssistantContentBlock]) -> str:
-    if len(content) == 1:  # most answers: one block, no list or join
-        block = content[0]
-        kind = type(block)
-        if kind is TextContent:
-            return block.text  # type: ignore[union-attr]
-        if kind is ToolCall:
-            return f"{block.name}:{_json(block.arguments)}"  # type: ignore[union-attr]
-    parts = []
-    for block in content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, ThinkingContent):
-            parts.append(block.thinking)
-        else:
-            parts.append(f"{block.name}:{_json(block.arguments)}")
-    return "\n".join(parts)
-
-
-def _tool_result_text(message: ToolResultMessage) -> str:
-    parts = [message.tool_name]
-    for block in message.content:
-        parts.append(_user_text((block,)))
-    return "\n".join(parts)
-
-
-def _message_text(message: Message) -> str:
-    if isinstance(message, UserMessage):
-        return _user_text(message.content)
-    if isinstance(message, AssistantMessage):
-        return _assistant_text(message.content)
-    if isinstance(message, ToolResultMessage):
-        return _tool_result_text(message)
-    raise TypeError(f"not a pi-ai message: {message!r}")
-
-
-def serialize_context(context: Context) -> str:
-    """Serialise a request as pi's faux does for its usage estimate (O(context))."""
-    system_prompt = context.system_prompt
-    parts = [f"system:{system_prompt}"] if system_prompt else []
-    append = parts.append
-    for message in context.messages:
-        # Dispatch on the exact class (one compare each); anything else takes the general path.
-        kind = type(message)
-        if kind is UserMessage:
-            append("user:" + _user_text(message.content))  # type: ignore[arg-type]
-        elif kind is AssistantMessage:
-            append("assistant:" + _assistant_text(message.content))  # type: ignore[arg-type]
-        elif kind is ToolResultMessage:
-            append("toolResult:" + _tool_result_text(message))  # type: ignore[arg-type]
-        else:
-            append(f"{message.role}:{_message_text(message)}")
-    if context.tools:
-        append(f"tools:{_tools_json(context.tools)}")
-    return "\n\n".join(parts)
-
-
-_tool_json: dict[int, tuple[weakref.ref[Tool], str]] = {}
-"""Each live tool definition's JSON, by ``id``: an agent sends the same (frozen) tools with
-every request, and encoding them was a third of the usage estimate's cost. An entry leaves
-with its tool (weakref callback), so this never outgrows the live tools."""
-
-
-def _tools_json(tools: Sequence[Tool]) -> str:
-    parts = []
-    for tool in tools:
-        key = id(tool)
-        cached = _tool_json.get(key)
-        if cached is None or cached[0]() is not tool:
-            encoded = _json(PROVIDERS_CODEC.to_wire(tool))
-
-            def forget(ref: weakref.ref[Tool], key: int = key) -> None:
-                current = _tool_json.get(key)
-                if current is not None and current[0] is ref:
-                    del _tool_json[key]
-
-            cached = _tool_json[key] = (weakref.ref(tool, forget), encoded)
-        parts.append(cached[1])
-    # orjson writes a list as its items' JSON joined by commas, without spaces.
-    return f"[{','.join(parts)}]"
-
-
-def _common_prefix_length(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # binary search on the first mismatch: O(n) compares in C, not a Python loop
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-_ZERO_COST: Final = Cost()
-"""The cost of every faux response (frozen, so one object serves them all)."""
-_make_usage: Final = positional_factory(
-    Usage, ("input", "output", "cache_read", "cache_write", "total_tokens", "cost")
-)
-
-
-def _with_usage_estimate(
-    message: AssistantMessage,
-    context: Context,
-    options: StreamOptions,
-    prompt_cache: dict[str, str],
-    api: str,
-    provider: str,
-    model: str,
-) -> AssistantMessage:
-    """``message`` with pi's usage estimate and the serving ``api``/``provider``/``model``,
-    in one copy (built positionally: ``attrs.evolve`` cost ten times as much)."""
-    prompt_text = serialize_context(context)
-    prompt_tokens = _estimate_tokens(prompt_text)
-    output_tokens = _estimate_tokens(_assistant_text(message.content))
-    input_tokens, cache_read, cache_write = prompt_tokens, 0, 0
-    session_id = options.session_id
-    if session_id and options.cache_retention != "none":
-        previous = prompt_cache.get(session_id)
-        if previous is not None:
-            cached = _common_prefix_length(previous, prompt_text)
-            cache_read = _estimate_tokens(previous[:cached])
-            cache_write = _estimate_tokens(prompt_text[cached:])
-            input_tokens = max(0, prompt_tokens - cache_read)
-        else:
-            cache_write = prompt_tokens
-        prompt_cache[session_id] = prompt_text
-    return _estimated_message(
-        message.content,
-        api,
-        provider,
-        model,
-        message.response_model,
-        message.response_id,
-        message.diagnostics,
-        _make_usage(
-            input_tokens,
-            output_tokens,
-            cache_read,
-            cache_write,
-            input_tokens + output_tokens + cache_read + cache_write,
-            _ZERO_COST,
-        ),
-        message.stop_reason,
-        message.error_message,
-        message.timestamp,
-        message.extra,
-    )
-
-
 # --------------------------------------------------------------------------- the provider
 
-# The events of a stream, built positionally (see pitrio.providers._events.positional_factory):
-# a short answer's events are mostly these, not deltas.
+# The events of a stream, built from values in a fixed order (see
+# pitrio.providers._events.positional_factory): a short answer's events are mostly these.
 _start_event: Final = positional_factory(StartEvent, ("partial",))
 _text_start: Final = positional_factory(TextStartEvent, ("content_index", "partial"))
 _thinking_start: Final = positional_factory(ThinkingStartEvent, ("content_index", "partial"))
@@ -444,10 +250,8 @@ class FauxProvider:
         self._source_id = f"faux-provider:{secrets.token_hex(6)}"
         self._prompt_cache: dict[str, str] = {}
         self._rng = random.Random(seed)
-        self._paced = tokens_per_second is not None and tokens_per_second > 0
-        registry.register(
-            ApiProvider(api=api, stream=self._stream, inline=self._inline), self._source_id
-        )
+        self._is_paced = tokens_per_second is not None and tokens_per_second > 0
+        registry.register(ApiProvider(api=api, stream=self._stream), self._source_id)
 
     # ------------------------------------------------------------------ script
 
@@ -476,20 +280,6 @@ class FauxProvider:
 
     # ------------------------------------------------------------------ streaming
 
-    def _inline(
-        self,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-        out: AssistantMessageEventStream,
-    ) -> EventSource[AssistantMessageEvent] | None:
-        """The answer is run by the consumer, in its own task (`_answer`): computed at
-        unlimited speed; paced, its deltas are delivered by the run's pacing clock while the
-        consumer waits on it (no task of its own: a paced answer lasts seconds, and with
-        thousands of them a task's objects are a good part of what the cyclic collector
-        walks)."""
-        return self._answer(model, context, options, out)
-
     async def _stream(
         self,
         model: Model,
@@ -497,55 +287,17 @@ class FauxProvider:
         options: StreamOptions,
         out: AssistantMessageEventStream,
     ) -> None:
-        """The answer as a task of its own (the `ProviderStreamFn`): `_answer`'s runs pushed,
-        with a checkpoint after each (none with ``yield_every=0``: then the task yields only
-        when the consumer is a buffer behind), and its awaitables awaited."""
-        source = self._answer(model, context, options, out)
-        every = self._yield_every
-        value: Any = None
-        while True:
-            try:
-                item = source.send(value)
-            except StopIteration:
-                return
-            if not isinstance(item, list):
-                value = None
-                if item is CHECKPOINT:
-                    await checkpoint()
-                else:
-                    value = await item
-                continue
-            value = None
-            last = item[-1]
-            if is_terminal(last):
-                del item[-1]
-                await _offer_all(out, item)
-                await out.emit(last)
-                return
-            await _offer_all(out, item)
-            if every:
-                await checkpoint()
-            else:
-                await trio.lowlevel.checkpoint_if_cancelled()
-
-    def _answer(
-        self,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-        out: AssistantMessageEventStream,
-    ) -> EventSource[AssistantMessageEvent]:
-        """One request answered as pi's faux answers it: the next scripted response (a
-        factory's made now), with the usage estimate, streamed as runs of events (`_runs`,
-        or `_paced_runs`), the terminal event last. Yields an awaitable where there is one
-        to wait for (an async ``on_response`` or factory; a paced block's feed)."""
+        """Answer one request as pi's faux answers it (the `ProviderStreamFn`, run as the
+        stream's own task): the next scripted response (a factory's made now), with the usage
+        estimate, streamed block by block (`_burst`, or `_paced` at ``tokens_per_second``),
+        the terminal event last."""
         step = self._pending.popleft() if self._pending else None
         self.state.call_count += 1
         on_response = options.on_response
         if on_response is not None:  # as pi's faux: a 200 with no headers, per request
             answered = on_response(ProviderResponse(status=200, headers={}), model)
             if inspect.isawaitable(answered):
-                yield answered
+                await answered
         if step is None:
             resolved = AssistantMessage(
                 content=(),
@@ -563,7 +315,7 @@ class FauxProvider:
             if type(made) is AssistantMessage or not inspect.isawaitable(made):
                 resolved = made
             else:  # an async factory
-                resolved = yield made
+                resolved = await made
         message = _with_usage_estimate(
             resolved,
             context,
@@ -574,22 +326,80 @@ class FauxProvider:
             model.id,
         )
         # The response is taken and the call counted (as pi's faux, before it looks at the
-        # abort signal). Every call is a scheduler pass, an empty script's too: here, before
-        # its start (an abort that came meanwhile stops it there), or, for an answer longer
-        # than a run, between its runs (`_runs`).
+        # abort signal). Every call passes through the scheduler before its first event, an
+        # empty script's too (an abort that came meanwhile stops it there).
+        await trio.lowlevel.checkpoint()
         if step is None:  # pi's faux sends the error alone, with no start event
-            yield CHECKPOINT
-            yield [ErrorEvent(reason="error", error=message)]
-            return
-        if self._paced:
-            yield CHECKPOINT
-            yield from self._paced_runs(message, out)
-            return
-        # The stream holds this generator (an inline source): no reference back to it from
-        # here on, so a stream left unfinished is no cycle for the collector.
-        runs = self._runs(message, out)
-        del out
-        yield from runs
+            await out.emit(_error_event("error", message))
+        elif self._is_paced:
+            await self._paced(message, out)
+        else:
+            await self._burst(message, out)
+
+    async def _burst(self, message: AssistantMessage, out: AssistantMessageEventStream) -> None:
+        """Push ``message``'s events at unlimited speed, a run (`_runs`) at a time: what fits
+        in the buffer without a wait, the rest with backpressure; a checkpoint between two
+        runs (with ``yield_every=0`` only a cancellation point: the task then yields only
+        when the consumer is a buffer behind)."""
+        every = self._yield_every
+        push_nowait = out.push_nowait
+        sent: AssistantMessageEvent | None = None
+        try:
+            for run in self._runs(message, out):
+                for event in run:
+                    # No coroutine per event: a wait only when the buffer is full.
+                    try:
+                        push_nowait(event)
+                    except trio.WouldBlock:
+                        await out.push(event)
+                    sent = event
+                if is_terminal(run[-1]):
+                    return
+                if every:
+                    await trio.lowlevel.checkpoint()
+                else:
+                    await trio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            _attach_what_was_sent(out, message, sent)
+            raise
+
+    async def _paced(self, message: AssistantMessage, out: AssistantMessageEventStream) -> None:
+        """Push ``message``'s events as pi's faux does at ``tokens_per_second``: the start and
+        each block's start, then its deltas, each ``tokens / tokens_per_second`` seconds
+        after the one before (the task sleeps on the Trio clock), then its end."""
+        tps = self._tps
+        assert tps is not None
+        builder = AssistantMessageBuilder.for_message(message)
+        out.attach(builder)
+        snapshot = builder.snapshot
+        blocks = message.content
+        # What the consumer was sent, in ints (an event held here would live across every
+        # wait): the blocks begun, and the chunks of the last one.
+        begun = sent = 0
+        chunks: list[str] = []
+        try:
+            await out.emit(_start_event(snapshot()))
+            for block in blocks:
+                index, kind, event = _open_block(builder, block, snapshot)
+                await out.emit(event)
+                begun += 1
+                sent = 0
+                text = _block_text(block)
+                make = DELTA_FACTORIES[kind]
+                append = builder.chunk_appender(index)
+                chunks = _split(text, self._min, self._max, self._rng)
+                for number, chunk in enumerate(chunks, 1):
+                    await trio.sleep(_estimate_tokens(chunk) / tps)
+                    append(chunk)
+                    await out.emit(make(index, chunk, snapshot()))
+                    sent = number
+                await out.emit(_close_block(builder, block, index, text, snapshot))
+                sent = len(chunks)
+                del event
+        except BaseException:
+            out.attach(_builder_of_sent(message, begun, chunks[:sent]))
+            raise
+        await out.emit(_terminal_event(message))
 
     def _runs(
         self, message: AssistantMessage, out: AssistantMessageEventStream
@@ -597,26 +407,18 @@ class FauxProvider:
         """Stream ``message`` block by block as pi's faux does, at unlimited speed, in runs.
 
         A run ends just before the chunk a checkpoint is due at: every ``yield_every``-th
-        chunk of the whole answer, counted across its blocks (``0``: every `OFFER_BATCH`-th),
-        and never later than ``out``'s buffer is full of deltas; the last run ends with the
-        terminal event. An answer of one run yields `CHECKPOINT` first, before its start
-        event: every call passes through the scheduler once, and a longer answer does so
-        between its runs (one pass fewer per call). One frame for the whole answer (a call's
+        chunk of the whole answer, counted across its blocks (``0``: every `OFFER_BATCH`-th);
+        the last run ends with the terminal event. One frame for the whole answer (a call's
         fixed cost is most of a short answer's): the builder reads its header from
         ``message`` itself and events are built positionally.
         """
         period = self._yield_every or OFFER_BATCH
-        if out.max_buffer < period:
-            period = max(1, out.max_buffer)
         min_size, max_size, rng = self._min, self._max, self._rng
         blocks = message.content
         texts = [_block_text(block) for block in blocks]
         splits = [_split(text, min_size, max_size, rng) for text in texts]
-        if sum(map(len, splits)) < period:  # one run: no pass between runs
-            yield CHECKPOINT
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
-        del out  # see _answer
         snapshot = builder.snapshot
         run: list[AssistantMessageEvent] = [_start_event(snapshot())]
         add = run.append
@@ -678,75 +480,49 @@ class FauxProvider:
         add(_terminal_event(message))
         yield run
 
-    def _paced_runs(
-        self, message: AssistantMessage, out: AssistantMessageEventStream
-    ) -> EventSource[AssistantMessageEvent]:
-        """Stream ``message`` as pi's faux does at ``tokens_per_second``: the start and each
-        block's start, then its deltas, each ``tokens / tokens_per_second`` after the one
-        before, fed by the run's shared pacing clock (``_pacing``: no Trio deadline per
-        chunk, and the consumer sleeps through the block; each delta is offered as it falls
-        due, to the consumer's inline handler while it waits), then its end.
 
-        A feed stopped for the consumer (an event it must take in its own task, a delivery
-        to finish) yields an empty run: the consumer takes over, and the next step feeds on;
-        an event there was no room for comes back as a run of its own. Nothing lives across
-        the waits but what must (a paced answer lasts seconds, and with thousands of them
-        whatever waits is walked and promoted by the cyclic collector): blocks walked by
-        position (a range iterator is not a tracked object, a tuple's iterator is)."""
-        builder = AssistantMessageBuilder.for_message(message)
-        out.attach(builder)
-        run: list[AssistantMessageEvent] = [_start_event(builder.snapshot())]
-        blocks = message.content
-        for position in range(len(blocks)):
-            block = blocks[position]
-            index, kind, event = _open_block(builder, block, builder.snapshot)
-            run.append(event)
-            yield run
-            text = _block_text(block)
-            chunks = _split(text, self._min, self._max, self._rng)
-            paced = _PacedBlock(out, builder, index, DELTA_FACTORIES[kind], self._tps)
-            pacer = pacing_clock().pacer()
-            stopped = yield pacer.feed(chunks, paced.delay, paced.deliver)
-            while stopped is not None:
-                yield [] if stopped is FEED_STOPPED else [stopped]
-                del stopped  # not kept across the next wait (the cyclic GC would promote it)
-                stopped = yield pacer.feed_on()
-            del paced, pacer
-            run = [_close_block(builder, block, index, text, builder.snapshot)]
-        run.append(_terminal_event(message))
-        yield run
+def _attach_what_was_sent(
+    out: AssistantMessageEventStream,
+    message: AssistantMessage,
+    sent: AssistantMessageEvent | None,
+) -> None:
+    """Attach to ``out`` a builder holding what the consumer was sent, up to ``sent`` (None:
+    nothing yet): a stream cancelled (aborted) while it waited for room in the buffer ends its
+    message with that, not with what was built ahead of the consumer."""
+    partial = getattr(sent, "partial", None) if sent is not None else None
+    builder = AssistantMessageBuilder.for_message(message)
+    if partial is not None:
+        for block in partial.content:
+            if isinstance(block, TextContent):
+                builder.add_text(block.text)
+            elif isinstance(block, ThinkingContent):
+                builder.add_thinking(block.thinking)
+            else:
+                builder.add_tool_call(id=block.id, name=block.name, arguments=block.arguments)
+    out.attach(builder)
 
 
-class _PacedBlock:
-    """What the pacing clock calls for each chunk of one paced block: two bound methods of one
-    object, where two closures kept two functions, six cells and three bound methods alive
-    for the whole block (objects the cyclic collector walks, with thousands of paced
-    sessions)."""
-
-    __slots__ = ("_append", "_builder", "_index", "_make", "_out", "_tps")
-
-    def __init__(
-        self,
-        out: AssistantMessageEventStream,
-        builder: AssistantMessageBuilder,
-        index: int,
-        make: Callable[[int, str, Any], Any],
-        tps: float | None,
-    ) -> None:
-        assert tps is not None
-        self._out = out
-        self._builder = builder
-        self._append = builder.chunk_appender(index)
-        self._index = index
-        self._make = make
-        self._tps = tps
-
-    def delay(self, chunk: str) -> float:
-        return _estimate_tokens(chunk) / self._tps
-
-    def deliver(self, chunk: str) -> object:
-        self._append(chunk)
-        return self._out.offer_or_stop(self._make(self._index, chunk, self._builder.snapshot()))
+def _builder_of_sent(
+    message: AssistantMessage, begun: int, last_chunks: Sequence[str]
+) -> AssistantMessageBuilder:
+    """A builder holding what a paced stream's consumer was sent: ``message``'s first
+    ``begun`` blocks, the last of them up to ``last_chunks`` (a stream cancelled while it
+    waited for room ends its message with that, not with what was built ahead)."""
+    builder = AssistantMessageBuilder.for_message(message)
+    blocks = message.content[:begun]
+    for position, block in enumerate(blocks):
+        last = position == len(blocks) - 1
+        if isinstance(block, ToolCall):
+            index = builder.add_tool_call(id=block.id, name=block.name)
+            if not last:
+                builder.set_arguments(index, block.arguments)
+            continue
+        text = "".join(last_chunks) if last else _block_text(block)
+        if isinstance(block, TextContent):
+            builder.add_text(text)
+        else:
+            builder.add_thinking(text)
+    return builder
 
 
 def _block_text(block: AssistantContentBlock) -> str:
@@ -807,20 +583,6 @@ def _terminal_event(message: AssistantMessage) -> AssistantMessageEvent:
     return terminal
 
 
-async def _offer_all(out: AssistantMessageEventStream, batch: list[AssistantMessageEvent]) -> None:
-    """Hand ``batch`` to the consumer in order, waiting for room as `push` does.
-
-    After a push that waited the consumer has made room again: the rest goes over in one
-    `offer_many`, not a push (and a scheduler pass) per event."""
-    n = len(batch)
-    taken = out.offer_many(batch)
-    while taken < n:
-        await out.push(batch[taken])
-        taken += 1
-        if taken < n:
-            taken += out.offer_many(batch[taken:])
-
-
 def register_faux_provider(
     *,
     api: str | None = None,
@@ -843,9 +605,8 @@ def register_faux_provider(
             ``None`` streams as fast as the consumer reads.
         token_size: (min, max) tokens per chunk, each token 4 characters; pi's (3, 5) by default.
         yield_every: at unlimited speed, checkpoint after every ``yield_every`` chunks
-            (`DEFAULT_YIELD_EVERY`; 1 is a scheduler pass per chunk); ``0``: every
-            `OFFER_BATCH` chunks (as a task, called through ``ApiProvider.stream``: only when
-            the consumer falls a buffer behind).
+            (`DEFAULT_YIELD_EVERY`; 1 is a scheduler pass per chunk); ``0``: no scheduler
+            pass of its own, only when the consumer falls a buffer behind.
         registry: where to register; the default registry by default.
         seed: seeds the chunk-size choice for reproducible streams.
     """
