@@ -107,7 +107,9 @@ async def main_async(args: argparse.Namespace, root: str) -> dict[str, Any]:
                 isinstance(last, AssistantMessage) and last.stop_reason == "error"
             ):
                 errors += 1
-                first_error = first_error or session.agent.error or last.error_message
+                first_error = (
+                    first_error or session.agent.error or getattr(last, "error_message", None)
+                )
             elif len(messages) != 4 or not (
                 isinstance(last, AssistantMessage)
                 and last.content
