@@ -13,8 +13,15 @@ the ``echo`` tool whose call streams that many characters of arguments (``makeTe
 prompt, and CPU per argument character beyond a prompt with ``"hello world"`` as argument
 (``marginal_cpu_us_per_char``): flat when the arguments cost linear time.
 
+``--floor``: the same answer's bytes, read once as the socket delivered them, then decoded on
+CPython with nothing else, twice: SSE framing and one ``orjson.loads`` per event (``decode``),
+and that plus the pitrio event per text delta (``builder.append``, ``snapshot``,
+``TextDeltaEvent``: ``events``). CPU per delta of each, beside the provider alone
+(``--mode provider``) on the same bytes.
+
     python bench/http_stream.py --api anthropic-messages
     python bench/http_stream.py --tool-text-chars 1000,4000,16000,64000
+    python bench/http_stream.py --floor --api openai-completions
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import statistics
 import time
 from typing import Any
 
+import orjson
 import trio
 
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
@@ -39,6 +47,8 @@ from pitrio.providers import (
     open_http_client,
     stream_simple,
 )
+from pitrio.providers._http import new_message_builder
+from pitrio.providers._sse import SSEDecoder
 
 from _common import RssSampler, current_rss_bytes, echo_tool, emit
 from http_common import (
@@ -251,6 +261,71 @@ async def _tool_prompts(args: argparse.Namespace, root: str, size: int | None) -
     }
 
 
+async def floor_main(args: argparse.Namespace, root: str) -> dict[str, Any]:
+    model = http_model(root, args.api, answer_chars=args.chars, tps=0)
+    if args.api == "openai-completions":
+        url = f"{root}/v1/chat/completions"
+        body: dict[str, Any] = {"model": model.id, "stream": True, "messages": []}
+    else:
+        url = f"{root}/v1/messages"
+        body = {"model": model.id, "stream": True, "max_tokens": 16384, "messages": []}
+    async with open_http_client() as client:
+        await prepare(root, model)
+        chunks: list[bytes] = []
+        async with client.stream("POST", url, json=body) as response:
+            async for chunk in response.aiter_raw():
+                chunks.append(chunk)
+        provider = await run_once(argparse.Namespace(**{**vars(args), "mode": "provider"}),
+                                  root, args.chars, measure=False)  # fmt: skip
+    openai = args.api == "openai-completions"
+
+    def decode(build: bool) -> tuple[int, float]:
+        builder = new_message_builder(model)
+        index = builder.add_text()
+        append = builder.chunk_appender(index)
+        decoder = SSEDecoder()
+        deltas = 0
+        cpu0 = cpu_s()
+        for chunk in chunks:
+            for event in decoder.feed(chunk):
+                if event.data == "[DONE]":
+                    continue
+                payload = orjson.loads(event.data)
+                if openai:
+                    choices = payload.get("choices")
+                    text = choices[0]["delta"].get("content") if choices else None
+                else:
+                    delta = (
+                        payload.get("delta") if payload["type"] == "content_block_delta" else None
+                    )
+                    text = delta.get("text") if delta else None
+                if text:
+                    deltas += 1
+                    if build:
+                        append(text)
+                        TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
+        return deltas, cpu_s() - cpu0
+
+    decode(True)  # warm-up
+    deltas, decode_cpu = min((decode(False) for _ in range(3)), key=lambda r: r[1])
+    _, events_cpu = min((decode(True) for _ in range(3)), key=lambda r: r[1])
+    per = 1e6 / max(1, deltas)
+    return {
+        "scenario": "http_stream_floor",
+        "implementation": "pitrio",
+        "api": args.api,
+        "chars": args.chars,
+        "reads": len(chunks),
+        "bytes": sum(map(len, chunks)),
+        "text_deltas": deltas,
+        "floor_decode_cpu_us_per_delta": round(decode_cpu * per, 3),
+        "floor_events_cpu_us_per_delta": round(events_cpu * per, 3),
+        "provider_cpu_us_per_delta": round(provider["cpu"] * per, 3),
+        "provider_over_floor": round(provider["cpu"] / events_cpu, 2),
+        "env": env_info(),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_server_args(parser)
@@ -259,9 +334,12 @@ def main() -> None:
     parser.add_argument("--mode", default="agent", choices=("agent", "provider"))
     parser.add_argument("--tool-text-chars", help="comma-separated sizes: the tool-argument run")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--floor", action="store_true", help="the CPython floor (see above)")
     args = parser.parse_args()
     with llm_server(args) as root:
-        if args.tool_text_chars:
+        if args.floor:
+            emit(trio.run(floor_main, args, root))
+        elif args.tool_text_chars:
             emit(trio.run(tool_args_main, args, root))
         else:
             emit(trio.run(stream_main, args, root))
