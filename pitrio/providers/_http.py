@@ -33,8 +33,7 @@ with :class:`StreamStalledError` ("Stream stalled: no data for 300 s ..."), word
 session's retry treats it as transient. ``None`` means :data:`DEFAULT_STALL_TIMEOUT_S`, or the
 request's ``timeout_ms`` when that is longer; ``0`` (or less) turns the check off, as in pi,
 which has none. It is measured on Trio's clock, so a ``MockClock`` drives it in tests. One
-deadline per request bounds it (see `_Stall`): only the waits for the server count, not the
-time the reader spends on what came.
+deadline per request, moved forward as data comes, bounds it (see `_Stall`).
 
 **Cancellation releases the connection.** Leaving :func:`open_sse` early (abort, an enclosing
 cancel scope) closes the response under a shield, so the pool gets its slot back at once.
@@ -830,23 +829,38 @@ async def _read_error_body(response: httpx2.Response) -> str:
     return b"".join(chunks)[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
 
 
-class _Stall:
-    """The stall deadline of one request: a single cancel scope around the whole exchange whose
-    deadline is set while waiting for the server (the response headers, each read of the
-    body) and lifted while the reader works on what came, so a slow consumer upstream is never
-    taken for a silent server. Two stores per read, no scope or timer object per read."""
+STALL_SLACK: Final = 1 / 64
+"""How far behind the stall deadline may fall before a read moves it (a fraction of the stall
+timeout): a stream is given up after a silence between ``(1 - STALL_SLACK)`` times the stall
+timeout and the stall timeout itself."""
 
-    __slots__ = ("scope", "seconds")
+
+class _Stall:
+    """The stall deadline of one request: a single cancel scope around the whole exchange.
+
+    Each wait for the server (the response headers, each read of the body) moves its deadline
+    to ``now + seconds``, but only when it has fallen more than :data:`STALL_SLACK` behind: a
+    stream that flows costs a comparison per read, and one store per ``seconds * STALL_SLACK``
+    of streaming, instead of a cancel scope per read. The time the reader spends between two
+    reads counts as silence too; a retry's backoff and the ``on_response`` callback do not
+    (`lift`)."""
+
+    __slots__ = ("scope", "seconds", "slack")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
+        self.slack = seconds * STALL_SLACK
         self.scope = trio.CancelScope()
 
     def arm(self) -> None:
-        if self.seconds != math.inf:
-            self.scope.deadline = trio.current_time() + self.seconds
+        seconds = self.seconds
+        if seconds != math.inf:
+            deadline = trio.current_time() + seconds
+            current = self.scope.deadline
+            if current < deadline - self.slack or current == math.inf:
+                self.scope.deadline = deadline
 
-    def disarm(self) -> None:
+    def lift(self) -> None:
         self.scope.deadline = math.inf
 
 
@@ -871,8 +885,8 @@ async def open_sse(
     whose SDKs retry out of sight).
 
     The block runs inside this request's stall scope (see `_Stall`): a server silent for the
-    stall timeout while the events are read cancels the read, and the block ends with
-    :class:`StreamStalledError`.
+    stall timeout (counted from the last read that returned data) cancels the block, which
+    ends with :class:`StreamStalledError`.
 
     Raises:
         HTTPStatusError: the server answered with status >= 400 (after any retries).
@@ -898,10 +912,9 @@ async def open_sse(
                 except httpx2.TransportError:
                     if attempt == attempts:
                         raise
-                    stall.disarm()
+                    stall.lift()
                     await _backoff(attempt, None, max_retry_delay_ms)
                     continue
-                stall.disarm()
                 try:
                     final = (
                         response.status_code < 400
@@ -909,12 +922,14 @@ async def open_sse(
                         or response.status_code not in RETRYABLE_STATUS
                     )
                     if final and on_response is not None:
+                        stall.lift()
                         await on_response(response.status_code, dict(response.headers))
                     if response.status_code >= 400:
                         text = await _read_error_body(response)
                         error = HTTPStatusError(response.status_code, text, response.headers)
                         if final:
                             raise error
+                        stall.lift()
                         await _backoff(
                             attempt, _retry_after_s(response.headers), max_retry_delay_ms
                         )
@@ -953,7 +968,7 @@ async def _response_events(
 ) -> AsyncGenerator[SSEEvent, None]:
     """Decode the body into events, checking that it is an event stream.
 
-    Each read waits under ``stall``'s deadline. Closing this generator early leaves httpx's
+    Each read moves ``stall``'s deadline forward. Closing this generator early leaves httpx's
     generators suspended; :func:`open_sse` finishes them (and this generator finishes them
     itself when it raises).
     """
@@ -966,7 +981,7 @@ async def _response_events(
     feed = decoder.feed
     chunks = response.aiter_bytes()
     next_chunk = chunks.__anext__
-    arm, disarm = stall.arm, stall.disarm
+    arm = stall.arm
     try:
         while True:
             arm()
@@ -974,8 +989,6 @@ async def _response_events(
                 chunk = await next_chunk()
             except StopAsyncIteration:
                 break
-            finally:
-                disarm()
             if len(head) < BODY_HEAD_LIMIT * 4:  # enough bytes for BODY_HEAD_LIMIT characters
                 head += chunk[: BODY_HEAD_LIMIT * 4 - len(head)]
             if sniffing:
