@@ -221,3 +221,34 @@ async def test_the_stall_deadline_moves_forward_as_data_comes(
                 await trio.sleep(0.6)  # three events: 1.8 stall timeouts in all
                 seen.append(event.event)
     assert seen == ["one", "two", "message"]
+
+
+async def test_a_connection_limit_set_by_the_user_makes_requests_wait_their_turn() -> None:
+    """``max_connections=1``: a second stream waits until the first one's connection is back,
+    then reuses it (one TCP connection for both)."""
+    release = trio.Event()
+    order: list[str] = []
+
+    async def handler(request: object, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(sse_bytes([("one", {"n": 1})]))
+        await release.wait()
+
+    async def client(name: str) -> None:
+        await collect(server.url())
+        order.append(name)
+
+    async with (
+        serve(handler) as server,
+        open_http_client(limits=httpx2.Limits(max_connections=1)),
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(client, "first")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(client, "second")
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(server.requests) == 1  # the second waits for the only connection
+        release.set()
+    assert order == ["first", "second"]
+    assert len(server.requests) == 2
+    assert server.connections_opened == 1
