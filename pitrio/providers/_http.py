@@ -979,7 +979,9 @@ async def _response_events(
     dispatched = False
     decoder = SSEDecoder()
     feed = decoder.feed
-    chunks = response.aiter_bytes()
+    # Without a content-encoding the raw body is the body: one generator less per read.
+    identity = response.headers.get("content-encoding", "identity").strip().lower() == "identity"
+    chunks = response.aiter_raw() if identity else response.aiter_bytes()
     next_chunk = chunks.__anext__
     arm = stall.arm
     try:

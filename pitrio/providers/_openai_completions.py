@@ -433,7 +433,16 @@ class _ChunkReader:
             return
         content = delta.get("content")
         if isinstance(content, str) and content:
-            await self._text_delta(content)
+            index = self._text
+            if index is None:
+                await self._text_delta(content)
+            else:  # `_text_delta` inline: the per-token path
+                builder.append(index, content)
+                await self._out.emit(
+                    TextDeltaEvent(content_index=index, delta=content, partial=builder.snapshot())
+                )
+            if len(delta) == 1:
+                return  # nothing but the text
         for field in REASONING_FIELDS:
             value = delta.get(field)
             if isinstance(value, str) and value:

@@ -32,12 +32,13 @@ class SSEEvent(NamedTuple):
 class SSEDecoder:
     """Turns a byte stream into :class:`SSEEvent` objects.
 
-    One pass per chunk: the complete lines of a chunk (up to its last line break) are decoded
-    from UTF-8 at once and split once; only the unfinished last line is kept for the next
-    chunk (a line break is never inside a UTF-8 sequence, so decoding whole lines together is
-    decoding each). ``data:`` lines, nearly every line of an LLM stream, take a short path.
+        One pass per chunk: the complete lines of a chunk (up to its last line break) are decoded
+        from UTF-8 at once and split once; only the unfinished last line is kept for the next
+        chunk (a line break is never inside a UTF-8 sequence, so decoding whole lines together is
+        decoding each). ``data:`` and ``event:`` lines, nearly every line of an LLM stream, take a
+    short path.
 
-    Resource handling: plain state, owned by the task that reads the response.
+        Resource handling: plain state, owned by the task that reads the response.
     """
 
     __slots__ = ("_buffer", "_data", "_event", "_last_id", "_pending_cr", "_retry")
@@ -73,6 +74,8 @@ class SSEDecoder:
         for line in buffer[:end].decode("utf-8", "replace").split("\n"):
             if line.startswith("data:"):
                 data.append(line[6:] if line.startswith(" ", 5) else line[5:])
+            elif line.startswith("event:"):
+                self._event = line[7:] if line.startswith(" ", 6) else line[6:]
             elif line:
                 self._field(line)
             elif data or self._event is not None:

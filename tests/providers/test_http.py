@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import httpx2
 import pytest
 import trio
@@ -252,3 +254,22 @@ async def test_a_connection_limit_set_by_the_user_makes_requests_wait_their_turn
     assert order == ["first", "second"]
     assert len(server.requests) == 2
     assert server.connections_opened == 1
+
+
+async def test_a_gzip_encoded_event_stream_is_decoded() -> None:
+    """A server that compresses its SSE (clients send ``accept-encoding: gzip``) is read
+    through the content decoder; an unencoded one is read raw."""
+
+    async def handler(request: object, writer: ResponseWriter) -> None:
+        await writer.start(headers={"content-encoding": "gzip"})
+        packed = gzip.compress(BODY)
+        for i in range(0, len(packed), 7):
+            await writer.write(packed[i : i + 7])
+
+    async with serve(handler) as server, open_http_client():
+        events = await collect(server.url())
+    assert [(e.event, e.data) for e in events] == [
+        ("one", '{"n":1}'),
+        ("two", '{"n":2}'),
+        ("message", "[DONE]"),
+    ]
