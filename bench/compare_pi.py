@@ -13,6 +13,16 @@ read-only)::
     python bench/compare_pi.py --quick        # smaller N, one repetition: a smoke run
     python bench/compare_pi.py --only loop,cli --reps 1
 
+``--suite http`` runs the HTTP scenarios of ../shared/bench/http instead (pi's ``http_*.mjs``
+and pitrio's ``bench/http_*.py``) against one ``llm_server.mjs`` this script starts (from the pi
+copy, on a free loopback port; stopped by its process id at the end) and passes to every run
+as ``--base-url``. pi's side needs a copy of ../shared/bench/http whose ``node_modules`` holds
+pi 0.73.1 (its lock file is bench/pi's, so a link to an installed bench/pi copy's will do)::
+
+    cp -r ../shared/bench/http /work/pihttp && ln -s /work/pibench/node_modules /work/pihttp/
+    python bench/compare_pi.py --suite http --pi-dir /work/pihttp --json /tmp/http.json
+    python bench/compare_pi.py --suite http --only http_sessions --reps 1
+
 ``--pitrio-src DIR`` runs pitrio from a copy of the package (``git archive HEAD pitrio | tar
 -x -C DIR``) so that a shared work tree changing during a long run does not change what is
 measured.
@@ -210,6 +220,107 @@ def rows(quick: bool) -> list[Row]:
     ]  # fmt: skip
 
 
+def http_jobs(quick: bool) -> list[Job]:
+    """The scenarios of ../shared/bench/http; ``--base-url`` is added to every run."""
+    prompts, warmup = ("100", "10") if quick else ("500", "50")
+    n_small, n_large = ("100", "300") if quick else ("200", "1000")
+    chars = "250000" if quick else "1000000"
+    tool_chars = "4000" if quick else "16000"
+    apis = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
+    jobs: list[Job] = []
+    for short, api in apis.items():
+        jobs.append(
+            Job(
+                f"http_loop/{short}",
+                ("scenarios/http_loop.mjs", "--api", api, "--prompts", prompts,
+                 "--warmup", warmup),
+                ("http_loop.py", "--api", api, "--prompts", prompts, "--warmup", warmup),
+            )
+        )  # fmt: skip
+    for n in (n_small, n_large):
+        jobs.append(
+            Job(
+                f"http_sessions/openai_n{n}",
+                ("scenarios/http_sessions.mjs", "--n", n),
+                ("http_sessions.py", "--n", n),
+                NODE_GC_FLAGS,
+            )
+        )
+    jobs.append(
+        Job(
+            f"http_sessions/anthropic_n{n_large}",
+            ("scenarios/http_sessions.mjs", "--n", n_large, "--api", "anthropic-messages"),
+            ("http_sessions.py", "--n", n_large, "--api", "anthropic-messages"),
+            NODE_GC_FLAGS,
+        )
+    )
+    for short, api in apis.items():
+        jobs.append(
+            Job(
+                f"http_stream/{short}",
+                ("scenarios/http_stream.mjs", "--api", api, "--chars", chars),
+                ("http_stream.py", "--api", api, "--chars", chars),
+            )
+        )
+    for short, api in apis.items():
+        jobs.append(
+            Job(
+                f"http_tool_args/{short}",
+                ("scenarios/http_loop.mjs", "--api", api, "--tool-text-chars", tool_chars,
+                 "--prompts", "5", "--warmup", "1"),
+                ("http_loop.py", "--api", api, "--tool-text-chars", tool_chars,
+                 "--prompts", "5", "--warmup", "1"),
+            )
+        )  # fmt: skip
+    return jobs
+
+
+def http_rows(quick: bool) -> list[Row]:
+    n_small, n_large = ("100", "300") if quick else ("200", "1000")
+    big = "250 KB" if quick else "1 MB"
+    tool_chars = "4k" if quick else "16k"
+    rows_: list[Row] = []
+    for short in ("openai", "anthropic"):
+        job = f"http_loop/{short}"
+        rows_ += [
+            Row(f"H1 agent loop, {short}, prompts/s", job, key("prompts_per_s"),
+                key("prompts_per_s"), True),
+            Row("  same, client CPU µs per prompt", job, key("client_cpu_us_per_prompt"),
+                key("client_cpu_us_per_prompt"), False),
+        ]  # fmt: skip
+    for label, n in ((f"openai_n{n_small}", n_small), (f"openai_n{n_large}", n_large),
+                     (f"anthropic_n{n_large}", n_large)):  # fmt: skip
+        job = f"http_sessions/{label}"
+        api = label.split("_")[0]
+        rows_ += [
+            Row(f"H2 {n} sessions, {api}, wall s (ideal 2.12)", job, key("wall_s"),
+                key("wall_s"), False),
+            Row("  same, client CPU ms per session", job, key("client_cpu_ms_per_session"),
+                key("client_cpu_ms_per_session"), False),
+            Row("  same, event-loop lag p99 ms", job, key("lag_p99_ms"), key("lag_p99_ms"),
+                False),
+            Row("  same, peak RSS per session KB", job, key("peak_rss_per_session_kb"),
+                key("peak_rss_per_session_kb"), False),
+            Row(f"  same, TCP connections opened (requests = {2 * int(n)})", job,
+                key("server_connections_opened"), key("server_connections_opened"), False),
+        ]  # fmt: skip
+    for short in ("openai", "anthropic"):
+        job = f"http_stream/{short}"
+        rows_ += [
+            Row(f"H3 {big} answer, {short}, deltas/s", job, key("text_deltas_per_s"),
+                key("text_deltas_per_s"), True),
+            Row("  same, client CPU µs per delta", job, key("client_cpu_us_per_delta"),
+                key("client_cpu_us_per_delta"), False),
+        ]  # fmt: skip
+    for short in ("openai", "anthropic"):
+        job = f"http_tool_args/{short}"
+        rows_.append(
+            Row(f"H1 with {tool_chars} characters of streamed tool arguments, {short}, µs per "
+                "prompt (p50)", job, key("per_prompt_us_p50"), key("per_prompt_us_p50"), False)
+        )  # fmt: skip
+    return rows_
+
+
 def last_json(stdout: str) -> dict[str, Any] | None:
     """The last JSON object a scenario printed (pitrio's stream bench ends with a summary)."""
     for line in reversed(stdout.strip().splitlines()):
@@ -297,9 +408,54 @@ def table(
     return "\n".join(lines), data
 
 
+def start_server(node: str, pi_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start pi's ``llm_server.mjs`` on a free loopback port: the process and its root URL."""
+    process = subprocess.Popen(
+        [node, "llm_server.mjs", "--port", "0"],
+        cwd=pi_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    port = orjson.loads(process.stdout.readline())["port"]
+    return process, f"http://127.0.0.1:{port}"
+
+
+def run_all(
+    args: argparse.Namespace,
+    selected: list[Job],
+    reps: int,
+    raw: dict[str, dict[str, list[dict[str, Any]]]],
+    pi_dir: Path,
+    pi_env: dict[str, str],
+    pitrio_env: dict[str, str],
+    base_url: tuple[str, ...],
+) -> None:
+    """Every job ``reps`` times, pi then pitrio, each run in a fresh process."""
+    for rep in range(1, reps + 1):
+        for job in selected:
+            for side in ("pi", "pitrio"):
+                if side == "pi" and not job.pi:
+                    continue
+                if side == "pi":
+                    argv = [args.node, *job.node_flags, *job.pi, *base_url]
+                    result = run(argv, pi_dir, pi_env, args.timeout)
+                else:
+                    argv = [sys.executable, *job.pitrio, *base_url]
+                    result = run(argv, BENCH, pitrio_env, args.timeout)
+                result["_loadavg_1m"] = os.getloadavg()[0]
+                raw[job.id][side].append(result)
+                note = result.get("error") or f"{result.get('_seconds')} s"
+                print(f"[rep {rep}/{reps}] {job.id} {side}: {note}", file=sys.stderr, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="pi 0.73.1 and pitrio, interleaved, as a table.")
-    parser.add_argument("--pi-dir", default="/work/pibench", help="a copy of bench/pi, installed")
+    parser.add_argument("--suite", default="faux", choices=("faux", "http"))
+    parser.add_argument(
+        "--pi-dir", help="a copy of bench/pi (or, --suite http, of bench/http), installed"
+    )
     parser.add_argument("--pitrio-src", help="run pitrio from this copy of the package")
     parser.add_argument("--reps", type=int, help="runs per side and job (default 3, quick 1)")
     parser.add_argument("--quick", action="store_true", help="small N, for a smoke run")
@@ -309,40 +465,35 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="per run, in seconds")
     args = parser.parse_args()
     reps = args.reps or (1 if args.quick else 3)
-    pi_dir = Path(args.pi_dir).resolve()
+    http = args.suite == "http"
+    pi_dir = Path(args.pi_dir or ("/work/pihttp" if http else "/work/pibench")).resolve()
     if not (pi_dir / "node_modules" / "@mariozechner" / "pi-coding-agent").is_dir():
-        raise SystemExit(f"{pi_dir}: not an installed copy of bench/pi (see this module's doc)")
+        raise SystemExit(f"{pi_dir}: not an installed copy of pi's bench (see this module's doc)")
     prefixes = args.only.split(",") if args.only else None
-    selected = [
-        job for job in jobs(args.quick) if not prefixes or job.id.startswith(tuple(prefixes))
-    ]
+    all_jobs = http_jobs(args.quick) if http else jobs(args.quick)
+    selected = [job for job in all_jobs if not prefixes or job.id.startswith(tuple(prefixes))]
 
     pi_env = {**os.environ, "PI_CODING_AGENT_DIR": str(pi_dir / "tmp" / "agent")}
     (pi_dir / "tmp" / "agent").mkdir(parents=True, exist_ok=True)
     pitrio_env = dict(os.environ)
-    if args.pitrio_src:
-        pitrio_env["PYTHONPATH"] = str(Path(args.pitrio_src).resolve())
+    # This tree's pitrio (not whatever the interpreter has installed), or the copy given.
+    pitrio_env["PYTHONPATH"] = str(Path(args.pitrio_src or BENCH.parent).resolve())
+    server = start_server(args.node, pi_dir) if http else None
+    base_url: tuple[str, ...] = ("--base-url", server[1]) if server else ()
 
     started = datetime.datetime.now().astimezone()
     raw: dict[str, dict[str, list[dict[str, Any]]]] = {
         job.id: {"pi": [], "pitrio": []} for job in selected
     }
-    for rep in range(1, reps + 1):
-        for job in selected:
-            for side in ("pi", "pitrio"):
-                if side == "pi" and not job.pi:
-                    continue
-                if side == "pi":
-                    argv = [args.node, *job.node_flags, *job.pi]
-                    result = run(argv, pi_dir, pi_env, args.timeout)
-                else:
-                    argv = [sys.executable, *job.pitrio]
-                    result = run(argv, BENCH, pitrio_env, args.timeout)
-                raw[job.id][side].append(result)
-                note = result.get("error") or f"{result.get('_seconds')} s"
-                print(f"[rep {rep}/{reps}] {job.id} {side}: {note}", file=sys.stderr, flush=True)
+    try:
+        run_all(args, selected, reps, raw, pi_dir, pi_env, pitrio_env, base_url)
+    finally:
+        if server is not None:
+            server[0].terminate()
+            server[0].wait(10)
 
-    text, data = table(rows(args.quick), raw)
+    text, data = table(http_rows(args.quick) if http else rows(args.quick), raw)
+
     node = subprocess.run([args.node, "--version"], capture_output=True, text=True, check=False)
     runs = f"median (min-max) of {reps} runs each" if reps > 1 else "one run each"
     header = (

@@ -710,6 +710,21 @@ class _ResponseReader:
                 f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}"
             ) from exc
         try:
+            if event["type"] == "content_block_delta":
+                delta = event["delta"]
+                index = self._open.get(event["index"])
+                if (
+                    index is not None
+                    and delta["type"] == "text_delta"
+                    and self._builder.kind(index) == "text"
+                ):  # `_delta` inline: the per-token path
+                    builder = self._builder
+                    text = delta["text"]
+                    builder.append(index, text)
+                    await self._out.emit(
+                        TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
+                    )
+                    return False
             return await self._dispatch(event)
         except (KeyError, TypeError, AttributeError) as exc:
             raise InvalidStreamError(

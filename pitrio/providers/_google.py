@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
-import httpx
+import httpx2
 import orjson
 
 from pitrio.providers._env_keys import get_env_api_key
@@ -519,7 +519,7 @@ def _error_message(exc: BaseException) -> str:
                 return _compact_json(orjson.loads(exc.body))
             except orjson.JSONDecodeError:
                 pass
-        reason = httpx.codes.get_reason_phrase(exc.status)
+        reason = httpx2.codes.get_reason_phrase(exc.status)
         return _compact_json({"error": {"message": exc.body, "code": exc.status, "status": reason}})
     return describe_failure(exc)
 

@@ -1,11 +1,14 @@
 """The HTTP layer every wire-API provider shares: one pooled client, SSE requests, failures.
 
 **One client per Trio run.** ``async with open_http_client():`` installs an
-:class:`httpx.AsyncClient` (connection pooling, HTTP/2 when a TLS server offers it) that every
-provider request made inside the block uses; hosts, the CLI and load tests open it once. A
-request made with no client open gets a client of its own for that request, which is correct
-but cannot reuse connections. The client lives in a :class:`trio.lowlevel.RunVar` because its
-pooled connections belong to one Trio run.
+:class:`httpx2.AsyncClient` (httpx as it is maintained today) that every provider request made
+inside the block uses; hosts, the CLI and load tests open it once. Its transport is
+`PooledTransport`: no limit on connections unless one is set (every concurrent stream has its
+own, and the next request reuses a finished one's keep-alive connection), each step of the pool
+O(1), HTTP/2 where a TLS server offers it, one TLS context per process, and reads with no
+cancel scope of their own. A request made with no client open gets a client of its own for
+that request, which is correct but cannot reuse connections. The client lives in a
+:class:`trio.lowlevel.RunVar` because its pooled connections belong to one Trio run.
 
 **Failures are data.** :func:`describe_failure` turns what can go wrong on the way (an HTTP
 error status with its body, a refused or dropped connection, a timeout, an invalid event) into
@@ -29,7 +32,8 @@ long, while waiting for the response headers or between two reads of the body, e
 with :class:`StreamStalledError` ("Stream stalled: no data for 300 s ..."), worded so that the
 session's retry treats it as transient. ``None`` means :data:`DEFAULT_STALL_TIMEOUT_S`, or the
 request's ``timeout_ms`` when that is longer; ``0`` (or less) turns the check off, as in pi,
-which has none. It is measured on Trio's clock, so a ``MockClock`` drives it in tests.
+which has none. It is measured on Trio's clock, so a ``MockClock`` drives it in tests. One
+deadline per request, moved forward as data comes, bounds it (see `_Stall`).
 
 **Cancellation releases the connection.** Leaving :func:`open_sse` early (abort, an enclosing
 cancel scope) closes the response under a shield, so the pool gets its slot back at once.
@@ -43,17 +47,30 @@ attempts as events, sees every failure.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime
 import email.utils
+import functools
 import math
+import os
 import re
+import ssl
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+)
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, TypeAlias, cast
 
-import httpx
+import httpcore2
+import httpx2
 import orjson
 import trio
 
@@ -67,10 +84,11 @@ from pitrio.providers._sse import SSEDecoder, SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream, now_ms
 
 DEFAULT_TIMEOUT_S: Final = 600.0
-"""Whole-request timeout when ``StreamOptions.timeout_ms`` is unset (the OpenAI SDK's default)."""
+"""Timeout of connecting, sending and (when ``StreamOptions.timeout_ms`` is set) of each read,
+when that option is unset. Reading the body is otherwise bounded by the stall timeout alone."""
 CONNECT_TIMEOUT_S: Final = 30.0
-MAX_CONNECTIONS: Final = 256
-MAX_KEEPALIVE: Final = 64
+KEEPALIVE_EXPIRY_S: Final = 5.0
+"""How long an idle pooled connection is kept (httpx's default; servers keep theirs longer)."""
 ERROR_BODY_LIMIT: Final = 8192
 """Bytes of an error response's body kept in the message (bodies are short JSON in practice)."""
 DEFAULT_STALL_TIMEOUT_S: Final = 300.0
@@ -86,29 +104,56 @@ RETRY_BASE_DELAY_S: Final = 0.5
 RETRY_MAX_BACKOFF_S: Final = 8.0
 RETRYABLE_STATUS: Final = frozenset({408, 409, 429, 500, 502, 503, 504})
 
-_client_var: trio.lowlevel.RunVar[httpx.AsyncClient | None] = trio.lowlevel.RunVar(
+_client_var: trio.lowlevel.RunVar[httpx2.AsyncClient | None] = trio.lowlevel.RunVar(
     "pitrio_http_client", default=None
 )
 
+_TRANSPORT_OPTIONS: Final = frozenset(
+    {"verify", "cert", "trust_env", "http1", "http2", "limits", "retries", "local_address", "uds"}
+)
+_PROXY_ENV: Final = ("http_proxy", "https_proxy", "all_proxy")
 
-def make_http_client(**kwargs: Any) -> httpx.AsyncClient:
-    """Build a client with pitrio's defaults; keyword arguments override them."""
+
+def make_http_client(**kwargs: Any) -> httpx2.AsyncClient:
+    """Build a client with pitrio's defaults; keyword arguments override them.
+
+    The defaults: HTTP/2 where a TLS server offers it, no limit on connections or on idle
+    connections kept alive (every concurrent stream has its own connection, and a finished one
+    is reused by the next request), connect and write timeouts, no read timeout (a stream's
+    silence is bounded by the stall timeout of :func:`open_sse`), no redirects. Requests go
+    through pitrio's own Trio network layer (see `PooledTransport`), except through a proxy
+    (``proxy=``, ``mounts=``, or the ``*_PROXY`` environment variables), which httpx's own
+    transports serve.
+    """
     options: dict[str, Any] = {
         "http2": True,
-        "timeout": httpx.Timeout(DEFAULT_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-        "limits": httpx.Limits(
-            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE
+        "timeout": httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=CONNECT_TIMEOUT_S, read=None),
+        "limits": httpx2.Limits(
+            max_connections=None,
+            max_keepalive_connections=None,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
         ),
         "follow_redirects": False,
     }
     options.update(kwargs)
-    return httpx.AsyncClient(**options)
+    if "transport" not in options and not _uses_proxy(options):
+        transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
+        options["transport"] = PooledTransport(**transport_options)
+    return httpx2.AsyncClient(**options)
+
+
+def _uses_proxy(options: Mapping[str, Any]) -> bool:
+    if options.get("proxy") is not None or options.get("mounts"):
+        return True
+    if not options.get("trust_env", True):
+        return False
+    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_ENV)
 
 
 @asynccontextmanager
 async def open_http_client(
-    client: httpx.AsyncClient | None = None, **kwargs: Any
-) -> AsyncIterator[httpx.AsyncClient]:
+    client: httpx2.AsyncClient | None = None, **kwargs: Any
+) -> AsyncIterator[httpx2.AsyncClient]:
     """Install a shared client for provider requests made inside the block, then close it.
 
     Args:
@@ -124,19 +169,485 @@ async def open_http_client(
         _client_var.reset(token)
 
 
-def current_http_client() -> httpx.AsyncClient | None:
+def current_http_client() -> httpx2.AsyncClient | None:
     """The client installed by :func:`open_http_client` in this run, if any."""
     return _client_var.get()
 
 
 @asynccontextmanager
-async def _request_client() -> AsyncIterator[httpx.AsyncClient]:
+async def _request_client() -> AsyncIterator[httpx2.AsyncClient]:
     shared = _client_var.get()
     if shared is not None:
         yield shared
         return
     async with make_http_client() as client:
         yield client
+
+
+# ---------------------------------------------------------------------------- transport
+
+
+@functools.cache
+def _default_ssl_context(trust_env: bool) -> ssl.SSLContext:
+    """The verifying TLS context, built once per process (loading the trust store is the
+    expensive part of building a client; a context is safe to share between clients)."""
+    return httpcore2.default_ssl_context(_trust_env=trust_env)
+
+
+_CORE_ERRORS: Final[tuple[tuple[type[Exception], type[httpx2.TransportError]], ...]] = (
+    # Most specific first: the first match is the translation.
+    (httpcore2.ConnectTimeout, httpx2.ConnectTimeout),
+    (httpcore2.ReadTimeout, httpx2.ReadTimeout),
+    (httpcore2.WriteTimeout, httpx2.WriteTimeout),
+    (httpcore2.PoolTimeout, httpx2.PoolTimeout),
+    (httpcore2.TimeoutException, httpx2.TimeoutException),
+    (httpcore2.ConnectError, httpx2.ConnectError),
+    (httpcore2.ReadError, httpx2.ReadError),
+    (httpcore2.WriteError, httpx2.WriteError),
+    (httpcore2.NetworkError, httpx2.NetworkError),
+    (httpcore2.ProxyError, httpx2.ProxyError),
+    (httpcore2.UnsupportedProtocol, httpx2.UnsupportedProtocol),
+    (httpcore2.LocalProtocolError, httpx2.LocalProtocolError),
+    (httpcore2.RemoteProtocolError, httpx2.RemoteProtocolError),
+    (httpcore2.ProtocolError, httpx2.ProtocolError),
+)
+
+
+def _translate(exc: Exception) -> Exception:
+    """httpx's exception for an httpcore one (as httpx's own transport maps them)."""
+    for core, mapped in _CORE_ERRORS:
+        if isinstance(exc, core):
+            error = mapped(str(exc))
+            error.__cause__ = exc
+            return error
+    return exc
+
+
+class _TrioNetworkStream(httpcore2.AsyncNetworkStream):
+    """A TCP (or TLS) connection as httpcore2 reads and writes it, on Trio.
+
+    httpcore2's own Trio stream enters a cancel scope (an infinite one when no timeout is set)
+    and an exception-mapping context manager around every read; this one reads with neither
+    when there is no read timeout, which is the case of every stream pitrio reads (its stall
+    deadline bounds the silence, one deadline per stream).
+    """
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self._stream = stream
+
+    # The timeout parameters are httpcore2's interface (ASYNC109).
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        try:
+            # SocketStream and SSLStream return bytes (the interface allows a bytearray).
+            if timeout is None:
+                return cast(bytes, await self._stream.receive_some(max_bytes))
+            with trio.fail_after(timeout):
+                return cast(bytes, await self._stream.receive_some(max_bytes))
+        except trio.TooSlowError as exc:
+            raise httpcore2.ReadTimeout(exc) from exc
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise httpcore2.ReadError(exc) from exc
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        if not buffer:
+            return
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                await self._stream.send_all(buffer)
+        except trio.TooSlowError as exc:
+            raise httpcore2.WriteTimeout(exc) from exc
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise httpcore2.WriteError(exc) from exc
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> httpcore2.AsyncNetworkStream:
+        tls = trio.SSLStream(
+            self._stream,
+            ssl_context=ssl_context,
+            server_hostname=server_hostname,
+            https_compatible=True,
+        )
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                await tls.do_handshake()
+        except BaseException as exc:
+            await trio.aclose_forcefully(self._stream)
+            if isinstance(exc, trio.TooSlowError):
+                raise httpcore2.ConnectTimeout(exc) from exc
+            if isinstance(exc, trio.BrokenResourceError):
+                raise httpcore2.ConnectError(exc) from exc
+            raise
+        return _TrioNetworkStream(tls)
+
+    def _socket_stream(self) -> trio.SocketStream | None:
+        stream = self._stream
+        while isinstance(stream, trio.SSLStream):
+            stream = stream.transport_stream
+        return stream if isinstance(stream, trio.SocketStream) else None
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "ssl_object":
+            # httpcore asks for the negotiated ALPN protocol; an SSLStream forwards
+            # selected_alpn_protocol(), version(), cipher() ... to its SSLObject.
+            return self._stream if isinstance(self._stream, trio.SSLStream) else None
+        stream = self._socket_stream()
+        if stream is None:
+            return None
+        if info == "socket":
+            return stream.socket
+        if info == "client_addr":
+            return stream.socket.getsockname()
+        if info == "server_addr":
+            return stream.socket.getpeername()
+        if info == "is_readable":
+            return stream.socket.is_readable()
+        return None
+
+
+class _TrioBackend(httpcore2.AsyncNetworkBackend):
+    """Opens `_TrioNetworkStream` connections."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                stream = await trio.open_tcp_stream(host, port, local_address=local_address)
+        except trio.TooSlowError as exc:
+            raise httpcore2.ConnectTimeout(exc) from exc
+        except (OSError, trio.BrokenResourceError) as exc:
+            raise httpcore2.ConnectError(exc) from exc
+        for option in socket_options or ():
+            stream.setsockopt(*option)
+        return _TrioNetworkStream(stream)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                stream = await trio.open_unix_socket(path)
+        except trio.TooSlowError as exc:
+            raise httpcore2.ConnectTimeout(exc) from exc
+        except (OSError, trio.BrokenResourceError) as exc:
+            raise httpcore2.ConnectError(exc) from exc
+        for option in socket_options or ():
+            stream.setsockopt(*option)
+        return _TrioNetworkStream(stream)
+
+    async def sleep(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+
+
+_OriginKey: TypeAlias = tuple[bytes, bytes, int]
+
+
+class PooledTransport(httpx2.AsyncBaseTransport):
+    """httpx's transport interface over a connection pool whose every step is O(1).
+
+    httpcore's pools (1.0.9's, and httpcore2's too) re-examine every connection on each
+    request and each response close, probing each idle one's socket: at a thousand concurrent
+    streams that is most of the CPU. This pool keeps, per origin, a stack of idle HTTP/1.1
+    connections (the most recently used is taken first, its expiry checked then) and a list of
+    HTTP/2 connections that can take more streams; a request takes one or opens one, and the
+    response's close puts it back. Connections are httpcore2's (``AsyncHTTPConnection``), on
+    pitrio's Trio network layer (`_TrioBackend`), with one TLS context per process when the
+    default verification is used.
+
+    ``limits``: ``max_connections`` bounds the open connections (a request waits for one, up
+    to the pool timeout), ``max_keepalive_connections`` the idle ones kept, ``keepalive_expiry``
+    how long an idle one is kept; ``None`` means no bound. The other options are those of
+    ``httpx2.AsyncHTTPTransport``.
+
+    Resource handling: belongs to one Trio run; closing it closes every connection.
+    """
+
+    def __init__(
+        self,
+        *,
+        verify: ssl.SSLContext | str | bool = True,
+        cert: Any = None,
+        trust_env: bool = True,
+        http1: bool = True,
+        http2: bool = False,
+        limits: httpx2.Limits | None = None,
+        retries: int = 0,
+        local_address: str | None = None,
+        uds: str | None = None,
+    ) -> None:
+        if verify is True and cert is None:
+            self._ssl_context = _default_ssl_context(trust_env)
+        else:
+            self._ssl_context = httpx2.create_ssl_context(
+                verify=verify, cert=cert, trust_env=trust_env
+            )
+        limits = limits if limits is not None else httpx2.Limits()
+        self._max_connections = (
+            math.inf if limits.max_connections is None else limits.max_connections
+        )
+        self._max_idle = (
+            math.inf
+            if limits.max_keepalive_connections is None
+            else limits.max_keepalive_connections
+        )
+        self._keepalive_expiry = limits.keepalive_expiry
+        self._http1 = http1
+        self._http2 = http2
+        self._retries = retries
+        self._local_address = local_address
+        self._uds = uds
+        self._backend = _TrioBackend()
+        self._open: set[httpcore2.AsyncConnectionInterface] = set()
+        self._idle: dict[_OriginKey, collections.deque[httpcore2.AsyncConnectionInterface]] = {}
+        self._idle_count = 0
+        self._shared: dict[_OriginKey, list[httpcore2.AsyncConnectionInterface]] = {}
+        self._waiters: collections.deque[trio.Event] = collections.deque()
+        self._closed = False
+
+    @property
+    def connections(self) -> list[httpcore2.AsyncConnectionInterface]:
+        """The open connections (busy and idle)."""
+        return list(self._open)
+
+    # ----------------------------------------------------------------- taking a connection
+
+    def _take_idle(
+        self, key: _OriginKey, expired: list[httpcore2.AsyncConnectionInterface]
+    ) -> httpcore2.AsyncConnectionInterface | None:
+        """The most recently used idle connection to ``key`` that is still good, if any;
+        the expired ones met on the way go to ``expired``, for closing."""
+        shared = self._shared.get(key)
+        if shared:
+            for connection in shared:
+                if connection.is_available():
+                    return connection
+        idle = self._idle.get(key)
+        while idle:
+            connection = idle.pop()
+            self._idle_count -= 1
+            if not connection.has_expired():
+                return connection
+            expired.append(connection)
+        return None
+
+    async def _acquire(
+        self,
+        key: _OriginKey,
+        origin: httpcore2.Origin,
+        timeout: float | None,  # noqa: ASYNC109 (the request's pool timeout, an extension)
+    ) -> httpcore2.AsyncConnectionInterface:
+        expired: list[httpcore2.AsyncConnectionInterface] = []
+        try:
+            connection = self._take_idle(key, expired)
+            if connection is not None:
+                return connection
+            if len(self._open) >= self._max_connections:
+                connection = await self._wait_for_room(key, timeout, expired)
+                if connection is not None:
+                    return connection
+            connection = httpcore2.AsyncHTTPConnection(
+                origin=origin,
+                ssl_context=self._ssl_context,
+                keepalive_expiry=self._keepalive_expiry,
+                http1=self._http1,
+                http2=self._http2,
+                retries=self._retries,
+                local_address=self._local_address,
+                uds=self._uds,
+                network_backend=self._backend,
+            )
+            self._open.add(connection)
+            return connection
+        finally:
+            for stale in expired:
+                await self._discard(stale)
+
+    async def _wait_for_room(
+        self,
+        key: _OriginKey,
+        timeout: float | None,  # noqa: ASYNC109
+        expired: list[httpcore2.AsyncConnectionInterface],
+    ) -> httpcore2.AsyncConnectionInterface | None:
+        """Wait until a connection to ``key`` is idle (returned) or one may be opened (None)."""
+        with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+            while True:
+                if len(self._open) < self._max_connections:
+                    return None
+                if self._idle_count:
+                    connection = self._take_idle(key, expired)
+                    if connection is not None:
+                        return connection
+                    # An idle connection to another origin gives its place.
+                    for other in self._idle.values():
+                        if other:
+                            self._idle_count -= 1
+                            expired.append(other.popleft())
+                            break
+                    if len(self._open) - len(expired) < self._max_connections:
+                        return None
+                event = trio.Event()
+                self._waiters.append(event)
+                await event.wait()
+        assert scope.cancelled_caught
+        raise httpcore2.PoolTimeout("no connection became free in time")
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            event = self._waiters.popleft()
+            if not event.is_set():
+                event.set()
+                return
+
+    # ----------------------------------------------------------------- giving it back
+
+    async def _discard(self, connection: httpcore2.AsyncConnectionInterface) -> None:
+        self._open.discard(connection)
+        for shared in self._shared.values():
+            if connection in shared:
+                shared.remove(connection)
+        self._wake_one()
+        with trio.CancelScope(shield=True):
+            await connection.aclose()
+
+    async def _release(
+        self, key: _OriginKey, connection: httpcore2.AsyncConnectionInterface
+    ) -> None:
+        """A response on ``connection`` ended: keep the connection for the next request to
+        its origin, or close it."""
+        if connection.is_closed() or not connection.is_connected():
+            await self._discard(connection)
+            return
+        if connection.can_multiplex():
+            shared = self._shared.setdefault(key, [])
+            if connection not in shared:
+                shared.append(connection)
+            self._wake_one()
+            return
+        if not connection.is_idle():
+            return  # still busy (cannot happen for HTTP/1.1 once the response closed)
+        if self._closed or self._idle_count >= self._max_idle:
+            await self._discard(connection)
+            return
+        idle = self._idle.setdefault(key, collections.deque())
+        # Sweep one connection of the idle stack's far end (the least recently used), so
+        # that idle connections nobody takes again do not stay open for ever.
+        if idle and idle[0].has_expired():
+            self._idle_count -= 1
+            await self._discard(idle.popleft())
+        idle.append(connection)
+        self._idle_count += 1
+        self._wake_one()
+
+    # ----------------------------------------------------------------- requests
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url
+        core_request = httpcore2.Request(
+            method=request.method,
+            url=httpcore2.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=request.headers.raw,
+            content=cast(AsyncIterable[bytes], request.stream),
+            extensions=request.extensions,
+        )
+        scheme = url.raw_scheme
+        if scheme not in (b"http", b"https"):
+            raise httpx2.UnsupportedProtocol(
+                f"Request URL has an unsupported protocol '{url.scheme}://'."
+                if scheme
+                else "Request URL is missing an 'http://' or 'https://' protocol."
+            )
+        origin = core_request.url.origin
+        key = (origin.scheme, origin.host, origin.port)
+        timeout = core_request.extensions.get("timeout", {}).get("pool")
+        try:
+            while True:
+                connection = await self._acquire(key, origin, timeout)
+                try:
+                    response = await connection.handle_async_request(core_request)
+                except httpcore2.ConnectionNotAvailable:
+                    await self._release(key, connection)
+                    continue
+                except BaseException:
+                    await self._release(key, connection)
+                    raise
+                break
+        except Exception as exc:
+            translated = _translate(exc)
+            if translated is exc:
+                raise
+            raise translated from exc
+        return httpx2.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_BodyStream(cast(AsyncIterable[bytes], response.stream), self, key, connection),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for connection in list(self._open):
+            await self._discard(connection)
+        self._idle.clear()
+        self._shared.clear()
+        self._idle_count = 0
+
+
+class _BodyStream(httpx2.AsyncByteStream):
+    """A response body: its failures translated to httpx's exceptions, and its close giving
+    the connection back to the pool."""
+
+    __slots__ = ("_connection", "_core", "_key", "_pool")
+
+    def __init__(
+        self,
+        core: AsyncIterable[bytes],
+        pool: PooledTransport,
+        key: _OriginKey,
+        connection: httpcore2.AsyncConnectionInterface,
+    ) -> None:
+        self._core = core
+        self._pool: PooledTransport | None = pool
+        self._key = key
+        self._connection = connection
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for part in self._core:
+                yield part
+        except Exception as exc:
+            translated = _translate(exc)
+            if translated is exc:
+                raise
+            raise translated from exc
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        with trio.CancelScope(shield=True):
+            aclose = getattr(self._core, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            await pool._release(self._key, self._connection)
 
 
 class HTTPStatusError(ProviderError):
@@ -152,7 +663,7 @@ class HTTPStatusError(ProviderError):
     """
 
     def __init__(self, status: int, body: str, headers: Mapping[str, str]) -> None:
-        reason = body.strip() or httpx.codes.get_reason_phrase(status) or "error"
+        reason = body.strip() or httpx2.codes.get_reason_phrase(status) or "error"
         super().__init__(f"{status} {reason}")
         self.status = status
         self.body = body
@@ -226,30 +737,30 @@ def describe_failure(exc: BaseException) -> str:
     """The ``errorMessage`` for a failed request."""
     if isinstance(exc, ProviderError):
         return str(exc)
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpx2.TimeoutException):
         kind = {
-            httpx.ConnectTimeout: "connecting",
-            httpx.ReadTimeout: "waiting for data",
-            httpx.WriteTimeout: "sending the request",
-            httpx.PoolTimeout: "waiting for a free connection",
+            httpx2.ConnectTimeout: "connecting",
+            httpx2.ReadTimeout: "waiting for data",
+            httpx2.WriteTimeout: "sending the request",
+            httpx2.PoolTimeout: "waiting for a free connection",
         }.get(type(exc))
         return f"Request timed out{f' while {kind}' if kind else ''}"
-    if isinstance(exc, httpx.RemoteProtocolError):
+    if isinstance(exc, httpx2.RemoteProtocolError):
         # pi reads this case as undici's "terminated"; both retry patterns know that word.
         return f"Connection lost: stream terminated ({exc or 'the server closed the connection'})"
-    if isinstance(exc, httpx.ConnectError):
+    if isinstance(exc, httpx2.ConnectError):
         return f"Connection error: {exc or 'could not connect'}"
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx2.TransportError):
         return f"Network error: {exc or type(exc).__name__}"
     text = str(exc)
     return text if text else type(exc).__name__
 
 
-def _timeout(timeout_ms: int | None) -> httpx.Timeout | None:
+def _timeout(timeout_ms: int | None) -> httpx2.Timeout | None:
     if timeout_ms is None:
         return None
     seconds = timeout_ms / 1000
-    return httpx.Timeout(seconds, connect=min(seconds, CONNECT_TIMEOUT_S))
+    return httpx2.Timeout(seconds, connect=min(seconds, CONNECT_TIMEOUT_S))
 
 
 def _retry_after_s(headers: Mapping[str, str]) -> float | None:
@@ -307,7 +818,7 @@ def failure_diagnostics(
     return [*(diagnostics or ()), diagnostic]
 
 
-async def _read_error_body(response: httpx.Response) -> str:
+async def _read_error_body(response: httpx2.Response) -> str:
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
@@ -316,6 +827,41 @@ async def _read_error_body(response: httpx.Response) -> str:
         if size >= ERROR_BODY_LIMIT:
             break
     return b"".join(chunks)[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+
+
+STALL_SLACK: Final = 1 / 64
+"""How far behind the stall deadline may fall before a read moves it (a fraction of the stall
+timeout): a stream is given up after a silence between ``(1 - STALL_SLACK)`` times the stall
+timeout and the stall timeout itself."""
+
+
+class _Stall:
+    """The stall deadline of one request: a single cancel scope around the whole exchange.
+
+    Each wait for the server (the response headers, each read of the body) moves its deadline
+    to ``now + seconds``, but only when it has fallen more than :data:`STALL_SLACK` behind: a
+    stream that flows costs a comparison per read, and one store per ``seconds * STALL_SLACK``
+    of streaming, instead of a cancel scope per read. The time the reader spends between two
+    reads counts as silence too; a retry's backoff and the ``on_response`` callback do not
+    (`lift`)."""
+
+    __slots__ = ("scope", "seconds", "slack")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.slack = seconds * STALL_SLACK
+        self.scope = trio.CancelScope()
+
+    def arm(self) -> None:
+        seconds = self.seconds
+        if seconds != math.inf:
+            deadline = trio.current_time() + seconds
+            current = self.scope.deadline
+            if current < deadline - self.slack or current == math.inf:
+                self.scope.deadline = deadline
+
+    def lift(self) -> None:
+        self.scope.deadline = math.inf
 
 
 @asynccontextmanager
@@ -333,79 +879,72 @@ async def open_sse(
 ) -> AsyncIterator[AsyncGenerator[SSEEvent, None]]:
     """Send a JSON request and yield the events of its ``text/event-stream`` response.
 
-    ``on_response(status, headers)`` is awaited once, for the response that ends the retries
-    (a success, or the error status that is raised), before its body is read; responses that
-    are retried are not shown (as pi-ai, whose SDKs retry out of sight).
+    ``body`` is encoded once (retries send the same bytes). ``on_response(status, headers)`` is
+    awaited once, for the response that ends the retries (a success, or the error status that
+    is raised), before its body is read; responses that are retried are not shown (as pi-ai,
+    whose SDKs retry out of sight).
+
+    The block runs inside this request's stall scope (see `_Stall`): a server silent for the
+    stall timeout (counted from the last read that returned data) cancels the block, which
+    ends with :class:`StreamStalledError`.
 
     Raises:
         HTTPStatusError: the server answered with status >= 400 (after any retries).
-        httpx.TransportError: the connection failed or dropped.
+        httpx2.TransportError: the connection failed or dropped.
         StreamStalledError: the server was silent for the stall timeout (also while reading).
         NotAnEventStreamError: the answer is not an event stream (raised while reading).
     """
-    stall_s = stall_timeout_s(stall_timeout_ms, timeout_ms)
+    stall = _Stall(stall_timeout_s(stall_timeout_ms, timeout_ms))
     content = orjson.dumps(body)
     request_headers = {"content-type": "application/json", "accept": "text/event-stream"}
     request_headers.update(headers)
     attempts = 1 + max(0, max_retries or 0)
-    async with _request_client() as client:
-        for attempt in range(1, attempts + 1):
-            request = client.build_request(
-                method,
-                url,
-                headers=request_headers,
-                content=content,
-                timeout=_timeout(timeout_ms) or client.timeout,
-            )
-            try:
-                response = await _send(client, request, stall_s)
-            except httpx.TransportError:
-                if attempt == attempts:
-                    raise
-                await _backoff(attempt, None, max_retry_delay_ms)
-                continue
-            try:
-                final = (
-                    response.status_code < 400
-                    or attempt == attempts
-                    or response.status_code not in RETRYABLE_STATUS
+    with stall.scope:
+        async with _request_client() as client:
+            timeout = _timeout(timeout_ms) or client.timeout
+            for attempt in range(1, attempts + 1):
+                request = client.build_request(
+                    method, url, headers=request_headers, content=content, timeout=timeout
                 )
-                if final and on_response is not None:
-                    await on_response(response.status_code, dict(response.headers))
-                if response.status_code >= 400:
-                    text = await _read_error_body(response)
-                    error = HTTPStatusError(response.status_code, text, response.headers)
-                    if final:
-                        raise error
-                    await _backoff(attempt, _retry_after_s(response.headers), max_retry_delay_ms)
-                    continue
-                events = _response_events(response, stall_s)
+                stall.arm()
                 try:
-                    yield events
+                    response = await client.send(request, stream=True)
+                except httpx2.TransportError:
+                    if attempt == attempts:
+                        raise
+                    stall.lift()
+                    await _backoff(attempt, None, max_retry_delay_ms)
+                    continue
+                try:
+                    final = (
+                        response.status_code < 400
+                        or attempt == attempts
+                        or response.status_code not in RETRYABLE_STATUS
+                    )
+                    if final and on_response is not None:
+                        stall.lift()
+                        await on_response(response.status_code, dict(response.headers))
+                    if response.status_code >= 400:
+                        text = await _read_error_body(response)
+                        error = HTTPStatusError(response.status_code, text, response.headers)
+                        if final:
+                            raise error
+                        stall.lift()
+                        await _backoff(
+                            attempt, _retry_after_s(response.headers), max_retry_delay_ms
+                        )
+                        continue
+                    events = _response_events(response, stall)
+                    try:
+                        yield events
+                    finally:
+                        await _finish_generators(events)
+                    return
                 finally:
-                    await _finish_generators(events)
-                return
-            finally:
-                with trio.CancelScope(shield=True):
-                    await response.aclose()
-
-
-async def _send(
-    client: httpx.AsyncClient, request: httpx.Request, stall_s: float
-) -> httpx.Response:
-    with trio.move_on_after(stall_s):
-        return await client.send(request, stream=True)
-    raise StreamStalledError(stall_s)
-
-
-async def _next_chunk(chunks: AsyncIterator[bytes], stall_s: float) -> bytes | None:
-    """The next piece of the body, ``None`` at its end."""
-    with trio.move_on_after(stall_s):
-        try:
-            return await chunks.__anext__()
-        except StopAsyncIteration:
-            return None
-    raise StreamStalledError(stall_s)
+                    with trio.CancelScope(shield=True):
+                        await response.aclose()
+    if stall.scope.cancelled_caught:
+        raise StreamStalledError(stall.seconds)
 
 
 _SSE_FIRST_LINE: Final = re.compile(rb"(?::|(?:data|event|id|retry)(?::|\r|\n|$))")
@@ -425,12 +964,13 @@ def _sniff(pending: bytes, *, at_end: bool) -> bool | None:
 
 
 async def _response_events(
-    response: httpx.Response, stall_s: float
+    response: httpx2.Response, stall: _Stall
 ) -> AsyncGenerator[SSEEvent, None]:
-    """Decode the body into events, checking that it is an event stream and never stalls.
+    """Decode the body into events, checking that it is an event stream.
 
-    Closing this generator early leaves httpx's generators suspended; :func:`open_sse`
-    finishes them (and this generator finishes them itself when it raises).
+    Each read moves ``stall``'s deadline forward. Closing this generator early leaves httpx's
+    generators suspended; :func:`open_sse` finishes them (and this generator finishes them
+    itself when it raises).
     """
     content_type = response.headers.get("content-type", "")
     sniffing = content_type.split(";", 1)[0].strip().lower() != "text/event-stream"
@@ -438,9 +978,19 @@ async def _response_events(
     head = b""  # the first bytes, quoted if the body is refused
     dispatched = False
     decoder = SSEDecoder()
-    chunks = response.aiter_bytes()
+    feed = decoder.feed
+    # Without a content-encoding the raw body is the body: one generator less per read.
+    identity = response.headers.get("content-encoding", "identity").strip().lower() == "identity"
+    chunks = response.aiter_raw() if identity else response.aiter_bytes()
+    next_chunk = chunks.__anext__
+    arm = stall.arm
     try:
-        while (chunk := await _next_chunk(chunks, stall_s)) is not None:
+        while True:
+            arm()
+            try:
+                chunk = await next_chunk()
+            except StopAsyncIteration:
+                break
             if len(head) < BODY_HEAD_LIMIT * 4:  # enough bytes for BODY_HEAD_LIMIT characters
                 head += chunk[: BODY_HEAD_LIMIT * 4 - len(head)]
             if sniffing:
@@ -454,9 +1004,11 @@ async def _response_events(
                     raise NotAnEventStreamError(response.status_code, content_type, head)
                 sniffing = False
                 chunk, pending = pending, b""
-            for event in decoder.feed(chunk):
+            events = feed(chunk)
+            if events:
                 dispatched = True
-                yield event
+                for event in events:
+                    yield event
         if sniffing:
             if not _sniff(pending, at_end=True):
                 raise NotAnEventStreamError(response.status_code, content_type, head)

@@ -433,7 +433,16 @@ class _ChunkReader:
             return
         content = delta.get("content")
         if isinstance(content, str) and content:
-            await self._text_delta(content)
+            index = self._text
+            if index is None:
+                await self._text_delta(content)
+            else:  # `_text_delta` inline: the per-token path
+                builder.append(index, content)
+                await self._out.emit(
+                    TextDeltaEvent(content_index=index, delta=content, partial=builder.snapshot())
+                )
+            if len(delta) == 1:
+                return  # nothing but the text
         for field in REASONING_FIELDS:
             value = delta.get(field)
             if isinstance(value, str) and value:
@@ -502,11 +511,12 @@ class _ChunkReader:
             self._by_stream_index[stream_index] = index
         if call_id:
             self._by_id[call_id] = index
-        block = builder.block(index)
-        assert isinstance(block, ToolCall)
-        if not block.id and call_id:
+        # The head only: reading the whole block would parse all the arguments so far, per
+        # delta (quadratic in the length of the arguments).
+        known_id, known_name = builder.tool_call_head(index)
+        if not known_id and call_id:
             builder.set_tool_call(index, id=call_id)
-        if not block.name and name:
+        if not known_name and name:
             builder.set_tool_call(index, name=name)
         arguments = function.get("arguments")
         delta = ""
@@ -532,10 +542,8 @@ class _ChunkReader:
     def _find_tool_call(self, call_id: str) -> int | None:
         builder = self._builder
         for index in range(len(builder)):
-            if builder.kind(index) == "toolCall":
-                block = builder.block(index)
-                if isinstance(block, ToolCall) and block.id == call_id:
-                    return index
+            if builder.kind(index) == "toolCall" and builder.tool_call_head(index)[0] == call_id:
+                return index
         return None
 
     async def finish_blocks(self) -> None:

@@ -470,8 +470,16 @@ class AssistantMessageBuilder:
         self._blocks[index].arguments = arguments
 
     def block(self, index: int) -> AssistantContentBlock:
-        """Return block ``index`` as it is now."""
-        return self.snapshot().content[index]
+        """Return block ``index`` as it is now (only that block is materialized)."""
+        b = self._blocks[index]
+        return _materialize((b, len(b.chunks), b.signature, b.arguments, b.redacted))
+
+    def tool_call_head(self, index: int) -> tuple[str, str]:
+        """The ``(id, name)`` of tool call ``index``, without looking at its arguments (a
+        streaming reader's per-delta question: O(1), where `block` would parse the partial
+        arguments)."""
+        b = self._blocks[index]
+        return b.id, b.name
 
     # ------------------------------------------------------------------ views
 

@@ -23,7 +23,16 @@ print(json.dumps(sorted(sys.modules)))
 
 # What --version and --help must not pay for: every provider and the model catalogue
 # (pitrio.providers), the sessions and the agent runtime, and the libraries only they need.
-_HEAVY = ("pitrio.providers", "pitrio.sessions", "pitrio.actors", "pitrio.tools", "trio", "httpx")
+_HEAVY = (
+    "pitrio.providers",
+    "pitrio.sessions",
+    "pitrio.actors",
+    "pitrio.tools",
+    "trio",
+    "httpx",
+    "httpx2",
+    "httpcore2",
+)
 
 
 def _imported(flag: str) -> list[str]:

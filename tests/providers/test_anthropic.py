@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
-import httpx
+import httpx2
 import pydantic
 import pytest
 import trio
@@ -641,7 +641,7 @@ async def test_cancellation_mid_stream_releases_the_connection(registry: Provide
     hang = sse_handler(body, hang_after=body.index(b"How can"))
     async with (
         serve(sequence_handler(hang, sse_handler(body))) as server,
-        open_http_client(limits=httpx.Limits(max_connections=1)),
+        open_http_client(limits=httpx2.Limits(max_connections=1)),
     ):
         model = make_model(server)
         async with stream(model, HI, StreamOptions(api_key=API_KEY), registry=registry) as events:

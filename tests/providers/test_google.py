@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
-import httpx
+import httpx2
 import orjson
 import pytest
 from google.genai import errors as genai_errors
@@ -468,7 +468,7 @@ async def test_cancellation_releases_the_connection() -> None:
     hang = body.index(b"\r\n\r\n") + 4  # after the first event
     async with (
         serve(sequence_handler(sse_handler(body, hang_after=hang), sse_handler(body))) as server,
-        open_http_client(limits=httpx.Limits(max_connections=1)),
+        open_http_client(limits=httpx2.Limits(max_connections=1)),
     ):
         model = google_model("gemini-2.5-flash", server.url("/v1beta"))
         async with stream_simple(

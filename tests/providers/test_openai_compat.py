@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
-import httpx
+import httpx2
 import pytest
 
 from pitrio.providers import (
@@ -68,7 +68,7 @@ def registry() -> ProviderRegistry:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
+async def client() -> AsyncIterator[httpx2.AsyncClient]:
     async with open_http_client() as client:
         yield client
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import openai.types.shared
 import pytest
 import trio
@@ -159,7 +159,7 @@ def final(events: list[AssistantMessageEvent]) -> AssistantMessage:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
+async def client() -> AsyncIterator[httpx2.AsyncClient]:
     async with open_http_client() as client:
         yield client
 
@@ -224,7 +224,7 @@ CASES = {case["name"]: case for case in load_pi_cases()}
 
 @pytest.mark.parametrize("name", list(CASES))
 async def test_request_and_events_equal_pis(
-    name: str, registry: ProviderRegistry, client: httpx.AsyncClient
+    name: str, registry: ProviderRegistry, client: httpx2.AsyncClient
 ) -> None:
     """pitrio sends pi's request body and emits pi's events, event for event."""
     case = CASES[name]
@@ -637,7 +637,7 @@ async def test_cancellation_releases_the_connection(registry: ProviderRegistry) 
     """Aborting mid-stream ends with "aborted" and gives the pooled connection back."""
     body = text_stream("One two three four five six", piece=3)
     async with (
-        open_http_client(limits=httpx.Limits(max_connections=1)),
+        open_http_client(limits=httpx2.Limits(max_connections=1)),
         serve(sse_handler(body, hang_after=len(body) // 2)) as server,
     ):
         model = make_model(server.url("/v1"))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-import httpx
+import httpx2
 import pytest
 import trio
 from openai.types.responses import ResponseStreamEvent
@@ -440,7 +440,7 @@ async def test_cancellation_releases_the_connection(registry: ProviderRegistry) 
     second_delta = body.index(b"event: response.output_text.delta", body.index(b'"Hello"'))
     hang = sse_handler(body, hang_after=second_delta)
     handler = sequence_handler(hang, sse_handler(body))
-    limits = httpx.Limits(max_connections=1)
+    limits = httpx2.Limits(max_connections=1)
     async with serve(handler) as server, open_http_client(limits=limits):
         model = _model(server)
         async with stream(model, _ask(), StreamOptions(api_key=KEY), registry=registry) as events:

@@ -219,9 +219,9 @@ class InprocTarget:
 
 
 def _unlimited_pool() -> Any:
-    import httpx
+    import httpx2
 
-    return httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    return httpx2.Limits(max_connections=None, max_keepalive_connections=None)
 
 
 def make_target(config: LoadConfig) -> Target:

@@ -109,13 +109,13 @@ class WsTarget:
 
     async def host_metrics(self) -> dict[str, float] | None:
         """The host's ``/metrics`` (None when it cannot be read)."""
-        import httpx
+        import httpx2
 
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
-            async with httpx.AsyncClient(timeout=METRICS_TIMEOUT_S) as client:
+            async with httpx2.AsyncClient(timeout=METRICS_TIMEOUT_S) as client:
                 response = await client.get(metrics_url(self.config.target), headers=headers)
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             return None
         if response.status_code != 200:
             return None
