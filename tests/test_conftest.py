@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-import httpx
+import httpx2
 import pytest
 import trio
 from conftest import ALLOW_NETWORK, NetworkRefused
@@ -45,7 +45,7 @@ def test_a_name_lookup_is_refused_but_localhost_resolves() -> None:
 
 async def test_an_http_request_to_a_public_host_is_refused() -> None:
     """httpx on Trio (how providers talk) cannot reach a public host either."""
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         with pytest.raises(Exception) as caught:
             await client.get("https://192.0.2.1/")
     assert _holds(caught.value, NetworkRefused)

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import attrs
-import httpx
+import httpx2
 import pytest
 import trio
 import trio.lowlevel
@@ -69,7 +69,7 @@ class TokenServer:
         await writer.send_body(self.status, json.dumps(body).encode())
 
 
-def loopback_refresher(url: str, client: httpx.AsyncClient) -> RefreshFn:
+def loopback_refresher(url: str, client: httpx2.AsyncClient) -> RefreshFn:
     """A refresh function for :class:`TokenServer` (keeps the entry's extra fields)."""
 
     async def refresh(stored: OAuthCredential) -> OAuthCredential:
@@ -101,7 +101,7 @@ class Setup:
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     tokens = TokenServer()
-    async with serve(tokens.handle) as server, httpx.AsyncClient() as client:
+    async with serve(tokens.handle) as server, httpx2.AsyncClient() as client:
         refreshers = TokenRefreshers()
         refreshers.register(PROVIDER, loopback_refresher(server.url("/oauth/token"), client))
         yield Setup(server, tokens, refreshers)
@@ -301,7 +301,7 @@ async def test_openai_codex_refresh_posts_pi_form_and_reads_account(tmp_path: Pa
     path = tmp_path / "auth.json"
     old = {"type": "oauth", "access": "a", "refresh": "rt-old", "expires": 0, "accountId": "x"}
     path.write_text(json.dumps({"openai-codex": old}))
-    async with serve(_codex_handler(answer)) as server, httpx.AsyncClient() as client:
+    async with serve(_codex_handler(answer)) as server, httpx2.AsyncClient() as client:
         refreshers = TokenRefreshers()
         refreshers.register(
             "openai-codex",
@@ -340,7 +340,7 @@ async def test_openai_codex_refresh_failures(
 ) -> None:
     """A refused refresh, an answer without pi's fields and a token without the account claim
     are TokenRefreshErrors with pi's messages."""
-    async with serve(_codex_handler(answer, status)) as server, httpx.AsyncClient() as client:
+    async with serve(_codex_handler(answer, status)) as server, httpx2.AsyncClient() as client:
         refresh = openai_codex_refresher(token_url=server.url("/t"), client=client)
         stored = OAuthCredential(access="a", refresh="r", expires=0)
         with pytest.raises(TokenRefreshError, match=message):

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
-import httpx
+import httpx2
 
 from pitrio.providers._http import current_http_client, make_http_client
 from pitrio.providers.credentials._auth_file import OAuthCredential
@@ -51,7 +51,7 @@ def openai_codex_account_id(access_token: str) -> str | None:
 
 
 @asynccontextmanager
-async def _client(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.AsyncClient]:
+async def _client(client: httpx2.AsyncClient | None) -> AsyncIterator[httpx2.AsyncClient]:
     shared = client or current_http_client()
     if shared is not None:
         yield shared
@@ -63,7 +63,7 @@ async def _client(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.Async
 def openai_codex_refresher(
     *,
     token_url: str = OPENAI_CODEX_TOKEN_URL,
-    client: httpx.AsyncClient | None = None,
+    client: httpx2.AsyncClient | None = None,
     clock: Callable[[], float] = time.time,
 ) -> RefreshFn:
     """A refresh function for ``openai-codex`` tokens (see the module docstring).
@@ -84,7 +84,7 @@ def openai_codex_refresher(
             async with _client(client) as http:
                 response = await http.post(token_url, data=form)
                 text = response.text
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise TokenRefreshError(
                 f"OpenAI Codex token refresh error: {exc}", provider=OPENAI_CODEX_PROVIDER
             ) from exc
