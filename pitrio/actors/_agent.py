@@ -170,7 +170,7 @@ class _StartRun:
     prompts: list[AgentMessage] | None
     skip_initial_steering_poll: bool
     policy: BusyPolicy
-    # Reply, not Reply[...](): subscripting the class builds a typing alias per call (~1.3 us).
+    # Reply, not Reply[...](): subscripting the class builds a typing alias per call.
     reply: Reply[None] = attrs.Factory(Reply)
     """Answered at once when the command starts no run, else when its run has ended."""
     run: _Run | None = None

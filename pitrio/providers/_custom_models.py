@@ -279,8 +279,8 @@ MODELS_JSON_SCHEMA: Final[Mapping[str, Any]] = {
 
 @functools.cache
 def _validator() -> Any:
-    # Built on first use: importing jsonschema costs ~45 ms, which `import pitrio.providers`
-    # (and every `pitrio` start) should not pay when no models.json is read.
+    # Built on first use: `import pitrio.providers` (and every `pitrio` start) does not import
+    # jsonschema, a large import, when no models.json is read.
     import jsonschema  # type: ignore[import-untyped]
 
     return jsonschema.Draft202012Validator(MODELS_JSON_SCHEMA)
