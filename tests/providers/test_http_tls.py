@@ -3,16 +3,20 @@ verifies the server with the given trust store, and negotiates the protocol by A
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ssl
 from collections.abc import Awaitable, Callable
 
+import h2.config
+import h2.connection
+import h2.events
 import httpx2
 import pytest
 import trio
 import trustme
 
-from pitrio.providers._http import describe_failure, open_http_client, open_sse
+from pitrio.providers._http import PooledTransport, describe_failure, open_http_client, open_sse
 
 from loopback import sse_bytes
 
@@ -107,3 +111,58 @@ async def test_an_untrusted_certificate_is_a_connection_error(ca: trustme.CA) ->
                     pass
         nursery.cancel_scope.cancel()
     assert describe_failure(info.value).startswith("Connection error")
+
+
+async def test_concurrent_streams_to_an_http2_server_share_one_connection(ca: trustme.CA) -> None:
+    """HTTP/2 by ALPN: streams started together wait for the one handshake and are
+    multiplexed on that connection, and a later stream reuses it."""
+    streams = 5
+    accepted = 0
+    answered = 0
+
+    async def handler(stream: trio.SSLStream[trio.SocketStream]) -> None:
+        nonlocal accepted, answered
+        accepted += 1
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        conn.initiate_connection()
+        await stream.send_all(conn.data_to_send())
+        pending: list[int] = []
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await stream.receive_some(65536):
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.DataReceived):
+                        conn.acknowledge_received_data(len(event.data), event.stream_id)
+                    elif isinstance(event, h2.events.StreamEnded):
+                        pending.append(event.stream_id)
+                # The first round is answered once every stream of it is open at once.
+                if len(pending) == streams or (answered >= streams and pending):
+                    for stream_id in pending:
+                        conn.send_headers(
+                            stream_id, [(":status", "200"), ("content-type", "text/event-stream")]
+                        )
+                        conn.send_data(stream_id, BODY, end_stream=True)
+                    answered += len(pending)
+                    pending.clear()
+                await stream.send_all(conn.data_to_send())
+
+    seen: list[list[tuple[str, str]]] = []
+
+    async def client(url: str) -> None:
+        async with open_sse(url, headers={}, body={}) as events:
+            seen.append([(e.event, e.data) async for e in events])
+
+    async with trio.open_nursery() as nursery:
+        port = await _serve(_server_context(ca, ["h2", "http/1.1"]), handler, nursery)
+        url = f"https://127.0.0.1:{port}/v1"
+        async with open_http_client(verify=_client_context(ca)) as http:
+            with trio.fail_after(10):
+                async with trio.open_nursery() as clients:
+                    for _ in range(streams):
+                        clients.start_soon(client, url)
+                await client(url)
+            transport = http._transport
+            assert isinstance(transport, PooledTransport)
+            kept = len(transport.connections)
+        nursery.cancel_scope.cancel()
+    assert seen == [[("one", '{"n":1}'), ("message", "[DONE]")]] * (streams + 1)
+    assert (accepted, answered, kept) == (1, streams + 1, 1)
