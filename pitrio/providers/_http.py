@@ -539,6 +539,9 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         if connection.is_closed() or not connection.is_connected():
             await self._discard(connection)
             return
+        # A request that waited on a shared connection whose first request was cancelled
+        # while connecting connects it itself: the pool owns it again from now on.
+        self._open.add(connection)
         if connection.can_multiplex():
             shared = self._shared.setdefault(key, [])
             if connection not in shared:
