@@ -5,11 +5,6 @@ This layer knows nothing about agents. It imports only :mod:`pitrio.codec` and
 """
 
 from pitrio._publish import publish as _publish
-from pitrio.providers._anthropic import ANTHROPIC_PROVIDER as ANTHROPIC_PROVIDER
-from pitrio.providers._anthropic import AnthropicOptions as AnthropicOptions
-from pitrio.providers._anthropic import register_anthropic as register_anthropic
-from pitrio.providers._anthropic import stream_anthropic as stream_anthropic
-from pitrio.providers._anthropic import stream_simple_anthropic as stream_simple_anthropic
 from pitrio.providers._api import complete as complete
 from pitrio.providers._api import complete_simple as complete_simple
 from pitrio.providers._api import start_stream as start_stream
@@ -146,6 +141,11 @@ from pitrio.providers._stream import now_ms as now_ms
 from pitrio.providers._transform import NO_RESULT_PROVIDED as NO_RESULT_PROVIDED
 from pitrio.providers._transform import NormalizeToolCallId as NormalizeToolCallId
 from pitrio.providers._transform import transform_messages as transform_messages
+from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER as ANTHROPIC_PROVIDER
+from pitrio.providers.anthropic._provider import register_anthropic as register_anthropic
+from pitrio.providers.anthropic._provider import stream_anthropic as stream_anthropic
+from pitrio.providers.anthropic._provider import stream_simple_anthropic as stream_simple_anthropic
+from pitrio.providers.anthropic._request import AnthropicOptions as AnthropicOptions
 from pitrio.providers.faux import DEFAULT_YIELD_EVERY as DEFAULT_YIELD_EVERY
 from pitrio.providers.faux import FauxModelDefinition as FauxModelDefinition
 from pitrio.providers.faux import FauxProvider as FauxProvider

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from pitrio.providers._anthropic import ANTHROPIC_PROVIDER
 from pitrio.providers._google import google_provider
 from pitrio.providers._openai_completions import OPENAI_COMPLETIONS_PROVIDER
 from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers._registry import ApiProvider, ProviderRegistry
+from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER
 
 BUILTIN_SOURCE: Final = "pitrio:builtin"
 BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
