@@ -87,26 +87,6 @@ from pitrio.providers._models import get_providers as get_providers
 from pitrio.providers._models import models_are_equal as models_are_equal
 from pitrio.providers._models import supported_thinking_levels as supported_thinking_levels
 from pitrio.providers._models import with_cost as with_cost
-from pitrio.providers._openai_compat import OPENAI_COMPATIBLE_PRESETS as OPENAI_COMPATIBLE_PRESETS
-from pitrio.providers._openai_compat import CompletionsCompat as CompletionsCompat
-from pitrio.providers._openai_compat import OpenAICompatiblePreset as OpenAICompatiblePreset
-from pitrio.providers._openai_compat import UnknownPreset as UnknownPreset
-from pitrio.providers._openai_compat import detect_compat as detect_compat
-from pitrio.providers._openai_compat import get_compat as get_compat
-from pitrio.providers._openai_compat import get_preset as get_preset
-from pitrio.providers._openai_compat import openai_compatible_model as openai_compatible_model
-from pitrio.providers._openai_completions import (
-    OPENAI_COMPLETIONS_PROVIDER as OPENAI_COMPLETIONS_PROVIDER,
-)
-from pitrio.providers._openai_completions import (
-    register_openai_completions as register_openai_completions,
-)
-from pitrio.providers._openai_completions import (
-    stream_openai_completions as stream_openai_completions,
-)
-from pitrio.providers._openai_completions import (
-    stream_simple_openai_completions as stream_simple_openai_completions,
-)
 from pitrio.providers._openai_responses import (
     OPENAI_RESPONSES_PROVIDER as OPENAI_RESPONSES_PROVIDER,
 )
@@ -155,6 +135,32 @@ from pitrio.providers.faux import faux_text as faux_text
 from pitrio.providers.faux import faux_thinking as faux_thinking
 from pitrio.providers.faux import faux_tool_call as faux_tool_call
 from pitrio.providers.faux import register_faux_provider as register_faux_provider
+from pitrio.providers.openai_completions._compat import (
+    OPENAI_COMPATIBLE_PRESETS as OPENAI_COMPATIBLE_PRESETS,
+)
+from pitrio.providers.openai_completions._compat import CompletionsCompat as CompletionsCompat
+from pitrio.providers.openai_completions._compat import (
+    OpenAICompatiblePreset as OpenAICompatiblePreset,
+)
+from pitrio.providers.openai_completions._compat import UnknownPreset as UnknownPreset
+from pitrio.providers.openai_completions._compat import detect_compat as detect_compat
+from pitrio.providers.openai_completions._compat import get_compat as get_compat
+from pitrio.providers.openai_completions._compat import get_preset as get_preset
+from pitrio.providers.openai_completions._compat import (
+    openai_compatible_model as openai_compatible_model,
+)
+from pitrio.providers.openai_completions._provider import (
+    OPENAI_COMPLETIONS_PROVIDER as OPENAI_COMPLETIONS_PROVIDER,
+)
+from pitrio.providers.openai_completions._provider import (
+    register_openai_completions as register_openai_completions,
+)
+from pitrio.providers.openai_completions._provider import (
+    stream_openai_completions as stream_openai_completions,
+)
+from pitrio.providers.openai_completions._provider import (
+    stream_simple_openai_completions as stream_simple_openai_completions,
+)
 
 __all__ = [
     "ABORTED_MESSAGE",

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Final
 
 from pitrio.providers._google import google_provider
-from pitrio.providers._openai_completions import OPENAI_COMPLETIONS_PROVIDER
 from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers._registry import ApiProvider, ProviderRegistry
 from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER
+from pitrio.providers.openai_completions._provider import OPENAI_COMPLETIONS_PROVIDER
 
 BUILTIN_SOURCE: Final = "pitrio:builtin"
 BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
