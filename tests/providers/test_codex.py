@@ -17,14 +17,6 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fixtures_codex import (
-    ACCOUNT_ID,
-    access_token,
-    as_sdk_events,
-    codex_sse,
-    usage_limit_body,
-    with_done,
-)
 from openai.types.responses import ResponseStreamEvent
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
@@ -53,6 +45,14 @@ from pitrio.providers._http import open_http_client
 from pitrio.providers._openai_responses import NO_FINAL_EVENT
 from pitrio.providers.codex import codex_url, is_retryable, register_openai_codex_responses
 
+from fixtures_codex import (
+    ACCOUNT_ID,
+    access_token,
+    as_sdk_events,
+    codex_sse,
+    usage_limit_body,
+    with_done,
+)
 from fixtures_openai_responses import (
     ENCRYPTED,
     PARIS_CHUNKS,
