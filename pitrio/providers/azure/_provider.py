@@ -3,6 +3,10 @@
 The request is built by :mod:`._request`; the answer is the Responses event stream, read by the
 ``openai-responses`` provider's reader (:func:`~pitrio.providers._openai_responses.
 read_responses_sse`), so a stream ending without a final event is an error here too.
+
+Differences from pi 0.73.1, on purpose (those of the ``openai-responses`` reader): a
+``response.incomplete`` event gives ``stopReason: "length"`` with its usage (pi's Azure
+provider ignores the event), and a stream without a final event is an error, not a ``stop``.
 """
 
 from __future__ import annotations
