@@ -565,3 +565,23 @@ def test_every_catalogue_model_resolves() -> None:
     ]
     assert len(models) == 10
     assert all(registry.resolve(m.api).api == "openai-codex-responses" for m in models)
+
+
+async def test_abort_ends_with_aborted(registry: ProviderRegistry) -> None:
+    """Aborting mid-stream gives stopReason aborted with the text so far, and no retry."""
+    body = codex_sse(with_done(text_stream()))
+    second = body.index(b"event: response.output_text.delta", body.index(b'"Hello"'))
+    async with serve(sse_handler(body, hang_after=second)) as server, open_http_client():
+        async with stream(
+            _model(server), _ask(), StreamOptions(api_key=TOKEN), registry=registry
+        ) as events:
+            async for event in events:
+                if event.type == "text_delta":
+                    events.abort()
+            message = await events.result()
+        with trio.fail_after(5):
+            while server.connections_open:
+                await server.connection_closed.wait()
+    assert message.stop_reason == "aborted"
+    assert message.text() == TEXT_DELTAS[0]
+    assert len(server.requests) == 1
