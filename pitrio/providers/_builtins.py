@@ -12,6 +12,8 @@ from pitrio.providers._google import google_provider
 from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers._registry import ApiProvider, ProviderRegistry
 from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER
+from pitrio.providers.azure import AZURE_OPENAI_RESPONSES_PROVIDER
+from pitrio.providers.codex import OPENAI_CODEX_RESPONSES_PROVIDER
 from pitrio.providers.openai_completions._provider import OPENAI_COMPLETIONS_PROVIDER
 
 BUILTIN_SOURCE: Final = "pitrio:builtin"
@@ -20,10 +22,12 @@ BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
     OPENAI_RESPONSES_PROVIDER,
     ANTHROPIC_PROVIDER,
     google_provider,
+    AZURE_OPENAI_RESPONSES_PROVIDER,
+    OPENAI_CODEX_RESPONSES_PROVIDER,
 )
 
 
 def register_builtin_providers(registry: ProviderRegistry) -> None:
-    """Register the four HTTP providers in ``registry`` (source id ``"pitrio:builtin"``)."""
+    """Register the built-in HTTP providers in ``registry`` (source id ``"pitrio:builtin"``)."""
     for provider in BUILTIN_PROVIDERS:
         registry.register(provider, BUILTIN_SOURCE)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 import orjson
@@ -109,10 +109,13 @@ __all__ = [
     "convert_responses_messages",
     "convert_responses_tools",
     "process_responses_stream",
+    "read_responses_sse",
     "register_openai_responses",
     "short_hash",
+    "simple_responses_options",
     "stream_openai_responses",
     "stream_simple_openai_responses",
+    "tier_pricing",
 ]
 
 API: Final = "openai-responses"
@@ -860,7 +863,10 @@ def _service_tier_multiplier(model: Model, tier: str | None) -> float:
     return 1.0
 
 
-def _tier_pricing(model: Model) -> Callable[[Usage, str | None], Usage]:
+def tier_pricing(model: Model) -> Callable[[Usage, str | None], Usage]:
+    """``(usage, tier) -> usage`` with the cost scaled for the tier (flex halves, priority
+    doubles; 2.5x for gpt-5.5), as pi prices the OpenAI and Codex Responses APIs."""
+
     def apply(usage: Usage, tier: str | None) -> Usage:
         factor = _service_tier_multiplier(model, tier)
         if factor == 1.0:
@@ -887,6 +893,50 @@ def _api_error_text(error: Any) -> str:
 
 
 # --------------------------------------------------------------------------- the provider
+
+
+async def read_responses_sse(
+    url: str,
+    headers: Mapping[str, str],
+    params: Any,
+    model: Model,
+    options: StreamOptions,
+    builder: AssistantMessageBuilder,
+    out: AssistantMessageEventStream,
+    stream_options: ResponsesStreamOptions | None = None,
+) -> Literal["stop", "length", "toolUse"]:
+    """POST ``params`` to ``url`` and read the Responses stream into ``builder`` and ``out``.
+
+    Emits ``start`` once the response is accepted, then the block events; the terminal event
+    is the caller's. Retries, timeouts and ``on_response`` follow ``options`` (see
+    :func:`~pitrio.providers._http.open_sse`).
+
+    Returns:
+        The stop reason the final event set (never ``"error"`` or ``"aborted"``).
+
+    Raises:
+        ProviderError: an error status, a failure event, or a stream that ended without a final
+            event (:data:`NO_FINAL_EVENT`).
+        httpx2.TransportError: the connection failed or dropped.
+    """
+    async with open_sse(
+        url,
+        headers=headers,
+        body=params,
+        timeout_ms=options.timeout_ms,
+        max_retries=options.max_retries,
+        max_retry_delay_ms=options.max_retry_delay_ms,
+        stall_timeout_ms=options.stall_timeout_ms,
+        on_response=response_callback(options, model),
+    ) as events:
+        await out.emit(StartEvent(partial=builder.snapshot()))
+        finished = await process_responses_stream(events, builder, out, model, stream_options)
+    if not finished:
+        raise ProviderError(NO_FINAL_EVENT)
+    stop_reason = builder.stop_reason
+    if stop_reason == "error" or stop_reason == "aborted":
+        raise ProviderError(UNKNOWN_ERROR)
+    return stop_reason
 
 
 async def stream_openai_responses(
@@ -919,25 +969,11 @@ async def stream_openai_responses(
         params = await apply_on_payload(options, params, model)
         stream_options = ResponsesStreamOptions(
             service_tier=api_options.service_tier,
-            apply_service_tier_pricing=_tier_pricing(model),
+            apply_service_tier_pricing=tier_pricing(model),
         )
-        async with open_sse(
-            url,
-            headers=headers,
-            body=params,
-            timeout_ms=options.timeout_ms,
-            max_retries=options.max_retries,
-            max_retry_delay_ms=options.max_retry_delay_ms,
-            stall_timeout_ms=options.stall_timeout_ms,
-            on_response=response_callback(options, model),
-        ) as events:
-            await out.emit(StartEvent(partial=builder.snapshot()))
-            finished = await process_responses_stream(events, builder, out, model, stream_options)
-        if not finished:
-            raise ProviderError(NO_FINAL_EVENT)
-        stop_reason = builder.stop_reason
-        if stop_reason == "error" or stop_reason == "aborted":
-            raise ProviderError(UNKNOWN_ERROR)
+        stop_reason = await read_responses_sse(
+            url, headers, params, model, options, builder, out, stream_options
+        )
     except Exception as exc:  # every failure becomes the final message, as in pi
         await emit_failure(out, builder, exc)
         return
@@ -956,6 +992,21 @@ async def stream_simple_openai_responses(
     effort; ``max_tokens`` defaults to the model's limit capped at 32000. Other
     :class:`OpenAIResponsesOptions` in ``provider_options`` (summary, service tier) pass through.
     """
+    simple = await simple_responses_options(model, options, out)
+    if simple is not None:
+        await stream_openai_responses(model, context, simple, out)
+
+
+async def simple_responses_options(
+    model: Model, options: StreamOptions, out: AssistantMessageEventStream
+) -> StreamOptions | None:
+    """Map the unified options onto a Responses provider's own (pi's ``streamSimple*``).
+
+    The reasoning level is clamped and passed as ``reasoning_effort`` in ``provider_options``;
+    ``max_tokens`` defaults to the model's limit capped at :data:`SIMPLE_MAX_TOKENS_CAP`.
+    Without an API key (``options.api_key`` or the environment) the stream ends with an error
+    and ``None`` is returned.
+    """
     api_key = options.api_key or get_env_api_key(model.provider)
     if not api_key:
         builder = new_message_builder(model)
@@ -963,7 +1014,7 @@ async def stream_simple_openai_responses(
         await emit_failure(
             out, builder, ProviderError(f"No API key for provider: {model.provider}")
         )
-        return
+        return None
     max_tokens = options.max_tokens
     if max_tokens is None and model.max_tokens > 0:
         max_tokens = min(model.max_tokens, SIMPLE_MAX_TOKENS_CAP)
@@ -974,14 +1025,13 @@ async def stream_simple_openai_responses(
     api_options = attrs.evolve(
         OpenAIResponsesOptions.from_mapping(options.provider_options), reasoning_effort=effort
     )
-    simple = attrs.evolve(
+    return attrs.evolve(
         options,
         api_key=api_key,
         max_tokens=max_tokens,
         reasoning=None,
-        provider_options=attrs.asdict(api_options),
+        provider_options={**(options.provider_options or {}), **attrs.asdict(api_options)},
     )
-    await stream_openai_responses(model, context, simple, out)
 
 
 OPENAI_RESPONSES_PROVIDER: Final = ApiProvider(
