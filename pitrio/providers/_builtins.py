@@ -13,6 +13,7 @@ from pitrio.providers._google import google_provider
 from pitrio.providers._openai_completions import OPENAI_COMPLETIONS_PROVIDER
 from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers._registry import ApiProvider, ProviderRegistry
+from pitrio.providers.bedrock import BEDROCK_PROVIDER
 
 BUILTIN_SOURCE: Final = "pitrio:builtin"
 BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
@@ -20,10 +21,11 @@ BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
     OPENAI_RESPONSES_PROVIDER,
     ANTHROPIC_PROVIDER,
     google_provider,
+    BEDROCK_PROVIDER,
 )
 
 
 def register_builtin_providers(registry: ProviderRegistry) -> None:
-    """Register the four HTTP providers in ``registry`` (source id ``"pitrio:builtin"``)."""
+    """Register the built-in HTTP providers in ``registry`` (source id ``"pitrio:builtin"``)."""
     for provider in BUILTIN_PROVIDERS:
         registry.register(provider, BUILTIN_SOURCE)
