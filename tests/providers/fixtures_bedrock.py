@@ -111,7 +111,10 @@ def tool_start(index: int, tool_id: str, name: str) -> Event:
 
 
 def tool_delta(index: int, piece: str) -> Event:
-    return ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}})
+    return (
+        "contentBlockDelta",
+        {"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}},
+    )
 
 
 def block_stop(index: int) -> Event:

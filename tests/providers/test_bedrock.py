@@ -113,7 +113,9 @@ def test_every_catalogue_bedrock_model_resolves_to_this_provider() -> None:
 
 
 @pytest.mark.parametrize("chunk_size", [None, 1, 7, 64])
-async def test_text_streams_in_pi_event_order(registry: ProviderRegistry, chunk_size: int | None) -> None:
+async def test_text_streams_in_pi_event_order(
+    registry: ProviderRegistry, chunk_size: int | None
+) -> None:
     """A text answer gives start, text_start, one delta per event, text_end and done, however the frames are cut."""
     async with serve(handler(fx.text_stream(), chunk_size=chunk_size)) as server:
         events, message = await collect(make_model(server), HI, StreamOptions(), registry)
@@ -145,7 +147,9 @@ async def test_request_has_pi_shape(registry: ProviderRegistry) -> None:
         await collect(make_model(server), context, options, registry, simple=False)
     body = server.requests[0].json()
     assert body == {
-        "messages": [{"role": "user", "content": [{"text": "Hi"}, {"cachePoint": {"type": "default"}}]}],
+        "messages": [
+            {"role": "user", "content": [{"text": "Hi"}, {"cachePoint": {"type": "default"}}]}
+        ],
         "system": [{"text": "Be brief."}, {"cachePoint": {"type": "default"}}],
         "inferenceConfig": {"maxTokens": 500, "temperature": 0.2},
         "toolConfig": {
@@ -165,9 +169,7 @@ async def test_request_has_pi_shape(registry: ProviderRegistry) -> None:
 async def test_long_retention_and_non_claude_models(registry: ProviderRegistry) -> None:
     """Long retention asks for a one-hour cache; a Nova model gets no cache points at all."""
     async with serve(handler(fx.text_stream())) as server:
-        await collect(
-            make_model(server), HI, StreamOptions(cache_retention="long"), registry
-        )
+        await collect(make_model(server), HI, StreamOptions(cache_retention="long"), registry)
         await collect(make_model(server, "amazon.nova-pro-v1:0"), HI, StreamOptions(), registry)
     long_body, nova_body = (r.json() for r in server.requests)
     assert long_body["system"][1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
@@ -278,14 +280,20 @@ async def test_tool_history_and_images_in_the_request(registry: ProviderRegistry
         context = Context(
             messages=[
                 UserMessage(
-                    content=[TextContent(text="What is this?"), ImageContent(data=PNG, mime_type="image/png")],
+                    content=[
+                        TextContent(text="What is this?"),
+                        ImageContent(data=PNG, mime_type="image/png"),
+                    ],
                     timestamp=T0,
                 ),
                 assistant,
                 ToolResultMessage(
                     tool_call_id=fx.TOOL_ID_1,
                     tool_name="read",
-                    content=[TextContent(text="print(1)"), ImageContent(data=PNG, mime_type="image/jpeg")],
+                    content=[
+                        TextContent(text="print(1)"),
+                        ImageContent(data=PNG, mime_type="image/jpeg"),
+                    ],
                     is_error=False,
                     timestamp=T0,
                 ),
@@ -343,7 +351,11 @@ async def test_tool_history_and_images_in_the_request(registry: ProviderRegistry
 
 async def test_unknown_image_type_is_an_error(registry: ProviderRegistry) -> None:
     """An image type Bedrock does not know ends the message before any request."""
-    context = Context(messages=[UserMessage(content=[ImageContent(data=PNG, mime_type="image/bmp")], timestamp=T0)])
+    context = Context(
+        messages=[
+            UserMessage(content=[ImageContent(data=PNG, mime_type="image/bmp")], timestamp=T0)
+        ]
+    )
     async with serve(handler(fx.text_stream())) as server:
         _, message = await collect(make_model(server), context, StreamOptions(), registry)
     assert message.stop_reason == "error"
@@ -408,12 +420,17 @@ async def test_every_stop_reason_maps_as_pi(
 async def test_exception_frame_ends_with_its_message(registry: ProviderRegistry) -> None:
     """An exception message in the stream ends the message with pi's prefix and the exception's text."""
     body = fx.to_eventstream([fx.message_start(), fx.text_delta(0, "Partial")])
-    body += fx.exception_frame("ThrottlingException", "Too many tokens, please wait before trying again.")
+    body += fx.exception_frame(
+        "ThrottlingException", "Too many tokens, please wait before trying again."
+    )
     async with serve(sse_handler(body, headers=fx.HEADERS)) as server:
         events, message = await collect(make_model(server), HI, StreamOptions(), registry)
     assert events[-1].type == "error"
     assert message.stop_reason == "error"
-    assert message.error_message == "Throttling error: Too many tokens, please wait before trying again."
+    assert (
+        message.error_message
+        == "Throttling error: Too many tokens, please wait before trying again."
+    )
     assert message.text() == "Partial"
 
 
@@ -459,7 +476,10 @@ async def test_stream_without_message_stop_is_an_error(registry: ProviderRegistr
 
 async def test_a_200_that_is_not_a_stream_is_refused(registry: ProviderRegistry) -> None:
     """A successful JSON answer (a non-streaming Converse response) is refused as not an event stream."""
-    document = {"output": {"message": {"role": "assistant", "content": [{"text": "Hi"}]}}, "stopReason": "end_turn"}
+    document = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "Hi"}]}},
+        "stopReason": "end_turn",
+    }
     async with serve(error_handler(200, document)) as server:
         events, message = await collect(make_model(server), HI, StreamOptions(), registry)
     assert events[-1].type == "error"
@@ -472,7 +492,9 @@ async def test_a_200_that_is_not_a_stream_is_refused(registry: ProviderRegistry)
 async def test_an_unlabelled_event_stream_is_accepted(registry: ProviderRegistry) -> None:
     """Frames served under another content type are read when the first prelude is valid."""
     body = fx.to_eventstream(fx.text_stream())
-    async with serve(sse_handler(body, headers={"content-type": "application/octet-stream"}, chunk_size=5)) as server:
+    async with serve(
+        sse_handler(body, headers={"content-type": "application/octet-stream"}, chunk_size=5)
+    ) as server:
         _, message = await collect(make_model(server), HI, StreamOptions(), registry)
     assert message.stop_reason == "stop" and message.text() == fx.TEXT
 
@@ -495,7 +517,9 @@ async def test_crc_mismatch_is_an_error(registry: ProviderRegistry, where: str) 
 
 async def test_error_status_is_worded_as_pi(registry: ProviderRegistry) -> None:
     """A 400 with an AWS error type reads "Validation error: <message>", which the overflow check knows."""
-    headers = {"x-amzn-errortype": "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"}
+    headers = {
+        "x-amzn-errortype": "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    }
     answer = {"message": "Input is too long for requested model."}
     async with serve(error_handler(400, answer, headers)) as server:
         _, message = await collect(make_model(server), HI, StreamOptions(), registry)
@@ -510,20 +534,28 @@ async def test_error_status_without_a_type(registry: ProviderRegistry) -> None:
     assert message.error_message == "502 <html>Bad gateway</html>"
 
 
-async def test_retries_a_503_then_streams(registry: ProviderRegistry, autojump_clock: trio.abc.Clock) -> None:
+async def test_retries_a_503_then_streams(
+    registry: ProviderRegistry, autojump_clock: trio.abc.Clock
+) -> None:
     """With max_retries a 503 is retried (signed anew) and the next answer is streamed."""
-    unavailable = error_handler(503, {"message": "busy"}, {"x-amzn-errortype": "ServiceUnavailableException"})
+    unavailable = error_handler(
+        503, {"message": "busy"}, {"x-amzn-errortype": "ServiceUnavailableException"}
+    )
     async with serve(sequence_handler(unavailable, handler(fx.text_stream()))) as server:
         _, message = await collect(make_model(server), HI, StreamOptions(max_retries=1), registry)
     assert message.stop_reason == "stop"
     assert len(server.requests) == 2
 
 
-async def test_a_silent_server_stalls(registry: ProviderRegistry, autojump_clock: trio.abc.Clock) -> None:
+async def test_a_silent_server_stalls(
+    registry: ProviderRegistry, autojump_clock: trio.abc.Clock
+) -> None:
     """A server that stops sending for the stall timeout ends the message with the stall error."""
     body = fx.to_eventstream(fx.text_stream())
     async with serve(sse_handler(body, headers=fx.HEADERS, hang_after=len(body) // 2)) as server:
-        _, message = await collect(make_model(server), HI, StreamOptions(stall_timeout_ms=5000), registry)
+        _, message = await collect(
+            make_model(server), HI, StreamOptions(stall_timeout_ms=5000), registry
+        )
     assert message.stop_reason == "error"
     assert message.error_message is not None
     assert message.error_message.startswith("Stream stalled: no data for 5 s")
@@ -532,15 +564,18 @@ async def test_a_silent_server_stalls(registry: ProviderRegistry, autojump_clock
 async def test_abort_releases_the_connection(registry: ProviderRegistry) -> None:
     """Leaving the stream early cancels the request and the server sees the connection close."""
     body = fx.to_eventstream(fx.text_stream())
-    async with serve(sse_handler(body, headers=fx.HEADERS, hang_after=len(body) // 2)) as server:
-        async with open_http_client():
-            async with stream_simple(make_model(server), HI, StreamOptions(), registry=registry) as events:
-                async for event in events:
-                    if event.type == "text_delta":
-                        break
-            with trio.fail_after(5):
-                while server.connections_open:
-                    await server.connection_closed.wait()
+    handle = sse_handler(body, headers=fx.HEADERS, hang_after=len(body) // 2)
+    async with serve(handle) as server, open_http_client():
+        async with stream_simple(
+            make_model(server), HI, StreamOptions(), registry=registry
+        ) as events:
+            async for event in events:
+                if event.type == "text_delta":
+                    break
+        assert server.connections_opened == 1
+        with trio.fail_after(5):
+            while server.connections_open:
+                await server.connection_closed.wait()
     assert server.connections_open == 0
 
 
@@ -550,12 +585,19 @@ async def test_on_payload_replaces_the_command(registry: ProviderRegistry) -> No
 
     def on_payload(body: Any, model: Model) -> Any:
         seen.append(body)
-        return {**body, "modelId": "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "inferenceConfig": {"maxTokens": 7}}
+        return {
+            **body,
+            "modelId": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "inferenceConfig": {"maxTokens": 7},
+        }
 
     async with serve(handler(fx.text_stream())) as server:
         await collect(make_model(server), HI, StreamOptions(on_payload=on_payload), registry)
     assert seen[0]["modelId"] == CLAUDE
     request = server.requests[0]
-    assert unquote(request.path) == "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse-stream"
+    assert (
+        unquote(request.path)
+        == "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse-stream"
+    )
     assert json.loads(request.body)["inferenceConfig"] == {"maxTokens": 7}
     assert "modelId" not in request.json()

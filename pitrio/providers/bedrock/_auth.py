@@ -160,7 +160,7 @@ async def _profile_region(profile: str | None, env: Mapping[str, str]) -> str | 
     if not (profile or env.get("AWS_PROFILE")):
         return None
     try:
-        session = _botocore_session(profile)
+        session = _botocore_session(profile or env.get("AWS_PROFILE"))
     except ProviderError:
         return None
     region: Any = await trio.to_thread.run_sync(session.get_config_variable, "region")
@@ -193,7 +193,7 @@ async def resolve_auth(
     # The JS SDK's default chain skips the environment keys when a profile is named.
     if access_key and secret_key and not (profile or env.get("AWS_PROFILE")):
         return AwsCredentials(access_key, secret_key, env.get("AWS_SESSION_TOKEN") or None)
-    session = _botocore_session(profile)
+    session = _botocore_session(profile or env.get("AWS_PROFILE") or None)
     credentials = await trio.to_thread.run_sync(_frozen_credentials, session)
     if credentials is None:
         raise ProviderError(NO_CREDENTIALS_MESSAGE)
