@@ -17,7 +17,9 @@ The request goes to ``POST {endpoint}/model/{modelId}/converse-stream``.
 
 from __future__ import annotations
 
-from pitrio.providers._registry import ProviderRegistry, default_registry
+from pitrio._publish import publish as _publish
+from pitrio.providers._registry import ProviderRegistry as _ProviderRegistry
+from pitrio.providers._registry import default_registry as _default_registry
 from pitrio.providers.bedrock._eventstream import EventStreamDecoder as EventStreamDecoder
 from pitrio.providers.bedrock._eventstream import EventStreamError as EventStreamError
 from pitrio.providers.bedrock._eventstream import EventStreamMessage as EventStreamMessage
@@ -30,7 +32,7 @@ from pitrio.providers.bedrock._transport import BedrockHTTPError as BedrockHTTPE
 from pitrio.providers.bedrock._transport import BedrockServiceError as BedrockServiceError
 
 
-def register_bedrock(registry: ProviderRegistry = default_registry) -> None:
+def register_bedrock(registry: _ProviderRegistry = _default_registry) -> None:
     """Register the ``bedrock-converse-stream`` provider in ``registry``."""
     registry.register(BEDROCK_PROVIDER)
 
@@ -48,3 +50,5 @@ __all__ = [
     "stream_bedrock",
     "stream_simple_bedrock",
 ]
+
+_publish(globals(), __all__)

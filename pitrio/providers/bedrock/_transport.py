@@ -139,7 +139,9 @@ class EventStreamBody:
         self._decoder = EventStreamDecoder()
         self._head = b""
         self._seen = False
-        self._chunks = response.aiter_raw().__aiter__()
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        chunks = response.aiter_raw() if encoding == "identity" else response.aiter_bytes()
+        self._chunks = chunks.__aiter__()
 
     async def receive(self) -> list[EventStreamMessage] | None:
         """The messages the next chunk of the body completes; ``None`` at the end.
@@ -231,7 +233,8 @@ async def open_event_stream(
     """
     stall = _Stall(stall_timeout_s(stall_timeout_ms, timeout_ms))
     clock = now or (lambda: datetime.datetime.now(datetime.UTC))
-    base_headers = {"content-type": "application/json", "accept": EVENT_STREAM_TYPE}
+    # No accept header of our own: the AWS SDKs send none for ConverseStream either.
+    base_headers = {"content-type": "application/json"}
     base_headers.update(headers or {})
     attempts = 1 + max(0, max_retries or 0)
     with stall.scope:
