@@ -10,10 +10,12 @@ description, not from the decoder under test), :func:`to_eventstream` a whole st
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import zlib
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 EVENT_STREAM = "application/vnd.amazon.eventstream"
@@ -232,3 +234,184 @@ STREAMS: dict[str, list[Event]] = {
     "cache_usage": cache_usage_stream(),
 }
 """Every complete stream of this module, for the shape check."""
+
+
+# --------------------------------------------------------------------------- pi capture cases
+
+CASES_FILE = Path(__file__).parents[1] / "data" / "pi" / "providers" / "bedrock_cases.json"
+PI_TIMESTAMP = 1735689600000
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n fake image bytes").decode()
+
+
+def _history(model_id: str) -> list[dict[str, Any]]:
+    """A conversation ending in tool results, its assistant turn made by ``model_id``."""
+    assistant = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Look first.", "thinkingSignature": SIGNATURE},
+            {"type": "thinking", "thinking": "Unsigned musing."},
+            {"type": "text", "text": "Reading."},
+            {"type": "text", "text": "   "},
+            {"type": "toolCall", "id": TOOL_ID_1, "name": "read", "arguments": TOOL_ARGS_1},
+            {"type": "toolCall", "id": TOOL_ID_2, "name": "bash", "arguments": TOOL_ARGS_2},
+        ],
+        "api": "bedrock-converse-stream",
+        "provider": "amazon-bedrock",
+        "model": model_id,
+        "usage": {
+            "input": 1,
+            "output": 1,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 2,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        },
+        "stopReason": "toolUse",
+        "timestamp": PI_TIMESTAMP,
+    }
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in this picture and main.py?"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"},
+            ],
+            "timestamp": PI_TIMESTAMP,
+        },
+        assistant,
+        {
+            "role": "toolResult",
+            "toolCallId": TOOL_ID_1,
+            "toolName": "read",
+            "content": [
+                {"type": "text", "text": "print(1)"},
+                {"type": "image", "data": PNG, "mimeType": "image/webp"},
+            ],
+            "isError": False,
+            "timestamp": PI_TIMESTAMP,
+        },
+        {
+            "role": "toolResult",
+            "toolCallId": TOOL_ID_2,
+            "toolName": "bash",
+            "content": [{"type": "text", "text": "not found"}],
+            "isError": True,
+            "timestamp": PI_TIMESTAMP,
+        },
+    ]
+
+
+TOOLS_JSON = [
+    {
+        "name": "read",
+        "description": "Read a file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+    {"name": "bash", "description": "Run a command.", "parameters": {"type": "object"}},
+]
+
+
+def _case(
+    name: str,
+    model_id: str,
+    events: bytes,
+    *,
+    mode: str = "simple",
+    messages: list[dict[str, Any]] | None = None,
+    options: dict[str, Any] | None = None,
+    tools: bool = True,
+) -> dict[str, Any]:
+    from pitrio.codec import to_wire
+    from pitrio.providers import get_model
+
+    context: dict[str, Any] = {
+        "systemPrompt": "You are helpful.",
+        "messages": messages or [{"role": "user", "content": "Hello", "timestamp": PI_TIMESTAMP}],
+    }
+    if tools:
+        context["tools"] = TOOLS_JSON
+    return {
+        "name": name,
+        "mode": mode,
+        "model": to_wire(get_model("amazon-bedrock", model_id)),
+        "context": context,
+        "options": options or {},
+        "response": {
+            "status": 200,
+            "contentType": EVENT_STREAM,
+            "body": base64.b64encode(events).decode(),
+        },
+    }
+
+
+CLAUDE = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+OPUS_46 = "anthropic.claude-opus-4-6-v1"
+NOVA = "amazon.nova-pro-v1:0"
+DEEPSEEK = "deepseek.r1-v1:0"
+
+
+def pi_cases() -> list[dict[str, Any]]:
+    """The cases ``bedrock_capture.mjs`` runs through pi and ``test_bedrock_pi.py`` through pitrio."""
+    throttled = to_eventstream([message_start(), text_delta(0, "Partial")]) + exception_frame(
+        "ThrottlingException", "Too many tokens, please wait before trying again."
+    )
+    return [
+        _case("text", CLAUDE, to_eventstream(text_stream())),
+        _case("text_nova", NOVA, to_eventstream(text_stream()), tools=False),
+        _case(
+            "thinking_budget",
+            CLAUDE,
+            to_eventstream(thinking_stream()),
+            options={"reasoning": "medium"},
+        ),
+        _case(
+            "thinking_adaptive_xhigh",
+            OPUS_46,
+            to_eventstream(thinking_stream()),
+            options={"reasoning": "xhigh", "maxTokens": 4000},
+        ),
+        _case(
+            "thinking_deepseek",
+            DEEPSEEK,
+            to_eventstream(thinking_stream()),
+            options={"reasoning": "high"},
+            tools=False,
+        ),
+        _case("tool_calls", CLAUDE, to_eventstream(tool_calls_stream(thinking=True))),
+        _case("cache_usage", CLAUDE, to_eventstream(cache_usage_stream())),
+        _case("max_tokens", CLAUDE, to_eventstream(text_stream("max_tokens"))),
+        _case("guardrail", CLAUDE, to_eventstream(text_stream("guardrail_intervened"))),
+        _case("throttled", CLAUDE, throttled),
+        _case(
+            "history_claude_long",
+            CLAUDE,
+            to_eventstream(text_stream()),
+            mode="stream",
+            messages=_history(CLAUDE),
+            options={"cacheRetention": "long", "maxTokens": 1000, "temperature": 0.3},
+        ),
+        _case(
+            "history_nova",
+            NOVA,
+            to_eventstream(text_stream()),
+            messages=_history(NOVA),
+            options={"toolChoice": "any"},
+            mode="stream",
+        ),
+        _case(
+            "history_foreign",
+            CLAUDE,
+            to_eventstream(text_stream()),
+            messages=_history("gpt-5"),
+            options={"cacheRetention": "none"},
+        ),
+    ]
+
+
+def write_cases() -> None:
+    """Write the cases file for ``bedrock_capture.mjs``."""
+    CASES_FILE.write_text(json.dumps({"cases": pi_cases()}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    write_cases()
