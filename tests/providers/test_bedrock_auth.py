@@ -333,6 +333,14 @@ CATALOGUE_URL = "https://bedrock-runtime.us-east-1.amazonaws.com"
             ("https://vpce-1.bedrock-runtime.example.com", "eu-west-2"),
         ),
         (CLAUDE, "http://127.0.0.1:8080", None, {}, ("http://127.0.0.1:8080", "us-east-1")),
+        # A standard FIPS host is kept as it is when nothing overrides it.
+        (
+            CLAUDE,
+            "https://bedrock-runtime-fips.us-west-2.amazonaws.com",
+            None,
+            {},
+            ("https://bedrock-runtime-fips.us-west-2.amazonaws.com", "us-west-2"),
+        ),
         # China regions use their own domain.
         (
             CLAUDE,

@@ -143,15 +143,14 @@ async def resolve_endpoint(
         resolved = explicit or await _profile_region(profile, env) or DEFAULT_REGION
         return Endpoint(base_url.rstrip("/"), resolved)
     profile_name = profile or env.get("AWS_PROFILE")
-    if explicit is None and endpoint_region is not None and not profile_name:
-        resolved = endpoint_region
-    else:
-        resolved = (
-            explicit
-            or (await _profile_region(profile, env) if profile_name else None)
-            or endpoint_region
-            or DEFAULT_REGION
-        )
+    if base_url and endpoint_region is not None and explicit is None and not profile_name:
+        return Endpoint(base_url.rstrip("/"), endpoint_region)  # as given: FIPS hosts stay FIPS
+    resolved = (
+        explicit
+        or (await _profile_region(profile, env) if profile_name else None)
+        or endpoint_region
+        or DEFAULT_REGION
+    )
     suffix = ".amazonaws.com.cn" if resolved.startswith("cn-") else ".amazonaws.com"
     return Endpoint(f"https://bedrock-runtime.{resolved}{suffix}", resolved)
 

@@ -17,8 +17,16 @@ Events (the ``:event-type`` of each ``event`` message, its payload JSON):
 An ``exception`` message (``:exception-type``) ends the message with pi's text for it
 (``Throttling error: <message>`` ...); so does an ``error`` message (``:error-code``).
 
-Deliberate difference from pi: a body that ends before ``messageStop`` fails ("Bedrock stream
-ended before messageStop"); pi reports whatever came as a complete answer.
+Deliberate differences from pi:
+
+* A body that ends before ``messageStop`` fails ("Bedrock stream ended before messageStop");
+  pi reports whatever came as a complete answer.
+* An exception frame reads ``Throttling error: <message>``. pi means to write that (its
+  ``formatBedrockError``) but the SDK hands it such an exception as a plain object, so pi's
+  text is the object's JSON (``{"message": ...}``); the prefixed form is what the session's
+  retry and overflow checks match.
+* ``on_payload`` sees images as base64 strings (the JSON the request carries), where pi's
+  command input holds bytes.
 """
 
 from __future__ import annotations
