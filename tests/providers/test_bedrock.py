@@ -30,7 +30,8 @@ from pitrio.providers import (
 )
 from pitrio.providers._api import stream, stream_simple
 from pitrio.providers._http import open_http_client
-from pitrio.providers.bedrock import API, BEDROCK_PROVIDER, register_bedrock
+from pitrio.providers.bedrock import API, BEDROCK_PROVIDER, BedrockOptions, register_bedrock
+from pitrio.providers.bedrock._request import build_command
 
 import fixtures_bedrock as fx
 from loopback import LoopbackServer, error_handler, sequence_handler, serve, sse_handler
@@ -601,3 +602,73 @@ async def test_on_payload_replaces_the_command(registry: ProviderRegistry) -> No
     )
     assert json.loads(request.body)["inferenceConfig"] == {"maxTokens": 7}
     assert "modelId" not in request.json()
+
+
+# --------------------------------------------------------------------------- request rules
+
+
+def command_for(model: Model, options: StreamOptions, **bedrock: Any) -> dict[str, Any]:
+    tool = Tool(name="read", description="Read.", parameters={"type": "object"})
+    context = Context(system_prompt="S", messages=[user("Hi")], tools=[tool])
+    return build_command(model, context, options, BedrockOptions(**bedrock), None)
+
+
+def test_gov_cloud_leaves_out_the_thinking_display() -> None:
+    """A us-gov model id gets thinking without display, as pi (GovCloud rejects the field)."""
+    model = attrs.evolve(get_model("amazon-bedrock", CLAUDE), id="us-gov." + CLAUDE)
+    fields = command_for(model, StreamOptions(reasoning="low"))["additionalModelRequestFields"]
+    assert fields["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+def test_application_profile_is_recognised_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An application inference profile ARN named after Claude Opus 4.6 thinks adaptively and caches."""
+    model = attrs.evolve(
+        get_model("amazon-bedrock", CLAUDE),
+        id="arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
+        name="My Claude Opus 4.6 profile",
+    )
+    command = command_for(model, StreamOptions(reasoning="high"))
+    assert command["additionalModelRequestFields"]["thinking"]["type"] == "adaptive"
+    assert command["system"][-1] == {"cachePoint": {"type": "default"}}
+
+
+def test_force_cache_for_unnamed_profiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile whose id and name say nothing of Claude gets cache points only with AWS_BEDROCK_FORCE_CACHE=1."""
+    model = attrs.evolve(
+        get_model("amazon-bedrock", CLAUDE),
+        id="arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
+        name="prod profile",
+    )
+    assert len(command_for(model, StreamOptions())["system"]) == 1
+    monkeypatch.setenv("AWS_BEDROCK_FORCE_CACHE", "1")
+    assert len(command_for(model, StreamOptions())["system"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("choice", "expected"),
+    [
+        ("auto", {"auto": {}}),
+        ("any", {"any": {}}),
+        ({"type": "tool", "name": "read"}, {"tool": {"name": "read"}}),
+    ],
+)
+def test_tool_choice(choice: Any, expected: dict[str, Any]) -> None:
+    """toolChoice maps to Bedrock's union; "none" sends no toolConfig at all."""
+    model = get_model("amazon-bedrock", CLAUDE)
+    assert (
+        command_for(model, StreamOptions(), tool_choice=choice)["toolConfig"]["toolChoice"]
+        == expected
+    )
+    assert "toolConfig" not in command_for(model, StreamOptions(), tool_choice="none")
+
+
+def test_request_metadata_and_interleaved_opt_out() -> None:
+    """requestMetadata is passed through; interleavedThinking false drops the beta."""
+    model = get_model("amazon-bedrock", CLAUDE)
+    options = BedrockOptions.from_mapping(
+        {"requestMetadata": {"team": "infra"}, "interleavedThinking": False}
+    )
+    context = Context(messages=[user("Hi")])
+    command = build_command(model, context, StreamOptions(reasoning="high"), options, None)
+    assert command["requestMetadata"] == {"team": "infra"}
+    assert "anthropic_beta" not in command["additionalModelRequestFields"]
