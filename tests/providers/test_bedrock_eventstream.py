@@ -249,3 +249,29 @@ def test_request_bodies_match_the_service_model() -> None:
     nova = attrs.evolve(get_model("amazon-bedrock", "amazon.nova-pro-v1:0"))
     nova_command = build_command(nova, context, options, BedrockOptions(tool_choice="any"), None)
     check(OPERATION.input_shape, json.loads(json.dumps(nova_command)), "ConverseStreamRequest")
+
+
+def test_malformed_header_is_refused() -> None:
+    """A header block with an unknown value type is refused, CRCs notwithstanding."""
+    head = b"\x01x\x0b"  # name "x", value type 11 (undefined)
+    total = 12 + len(head) + 4
+    prelude = struct.pack(">II", total, len(head))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    message = prelude + head
+    message += struct.pack(">I", zlib.crc32(message))
+    with pytest.raises(EventStreamError, match="Unknown event stream header type 11"):
+        EventStreamDecoder().feed(message)
+
+
+def test_a_large_message_in_small_pieces_waits_for_its_length() -> None:
+    """Pieces of one large message are held until its whole length has come, then decoded once."""
+    big = fx.event_frame(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x" * 50_000}}
+    )
+    decoder = EventStreamDecoder()
+    out = []
+    for i in range(0, len(big), 100):
+        out += decoder.feed(big[i : i + 100])
+        assert decoder.pending == (0 if out else min(i + 100, len(big)))
+    [message] = out
+    assert json.loads(message.payload)["delta"]["text"] == "x" * 50_000
