@@ -122,15 +122,16 @@ class _Reader:
             ProviderError: an ``error`` message, or a user message start.
             InvalidStreamError: a message that cannot be read.
         """
-        kind = message.header(":message-type")
+        headers = message.headers
+        kind = headers.get(":message-type")
         if kind == "exception":
             error_type = message.header(":exception-type") or "UnknownException"
             raise BedrockServiceError(error_type, _exception_message(message.payload))
         if kind == "error":
             code = message.header(":error-code") or "UnknownError"
             raise ProviderError(f"{code}: {message.header(':error-message') or ''}")
-        event_type = message.header(":event-type")
-        if kind != "event" or event_type is None:
+        event_type = headers.get(":event-type")
+        if kind != "event" or not isinstance(event_type, str):
             raise InvalidStreamError(f"Unexpected event stream message headers {message.headers}")
         try:
             event = orjson.loads(message.payload)
@@ -139,6 +140,18 @@ class _Reader:
                 f"Could not parse Bedrock event {event_type}: {exc}; data={message.payload!r}"
             ) from exc
         try:
+            if event_type == "contentBlockDelta":
+                delta = event["delta"]
+                text = delta.get("text")
+                index = self._open.get(event["contentBlockIndex"])
+                builder = self._builder
+                if text is not None and index is not None and builder.kind(index) == "text":
+                    # `_delta` inline: the per-token path
+                    builder.append(index, text)
+                    await self._out.emit(
+                        TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
+                    )
+                    return
             await self._dispatch(event_type, event)
         except (KeyError, TypeError, AttributeError) as exc:
             raise InvalidStreamError(
