@@ -162,7 +162,9 @@ async def _profile_region(profile: str | None, env: Mapping[str, str]) -> str | 
         session = _botocore_session(profile or env.get("AWS_PROFILE"))
     except ProviderError:
         return None
-    region: Any = await trio.to_thread.run_sync(session.get_config_variable, "region")
+    region: Any = await trio.to_thread.run_sync(
+        session.get_config_variable, "region", abandon_on_cancel=True
+    )
     return region if isinstance(region, str) and region else None
 
 
@@ -193,7 +195,11 @@ async def resolve_auth(
     if access_key and secret_key and not (profile or env.get("AWS_PROFILE")):
         return AwsCredentials(access_key, secret_key, env.get("AWS_SESSION_TOKEN") or None)
     session = _botocore_session(profile or env.get("AWS_PROFILE") or None)
-    credentials = await trio.to_thread.run_sync(_frozen_credentials, session)
+    # Abandoned on cancellation: an abort must not wait out instance-metadata timeouts, and
+    # the thread only reads credentials (botocore's objects are thread-safe).
+    credentials = await trio.to_thread.run_sync(
+        _frozen_credentials, session, abandon_on_cancel=True
+    )
     if credentials is None:
         raise ProviderError(NO_CREDENTIALS_MESSAGE)
     return credentials
