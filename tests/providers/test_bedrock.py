@@ -672,3 +672,12 @@ def test_request_metadata_and_interleaved_opt_out() -> None:
     command = build_command(model, context, StreamOptions(reasoning="high"), options, None)
     assert command["requestMetadata"] == {"team": "infra"}
     assert "anthropic_beta" not in command["additionalModelRequestFields"]
+
+
+async def test_an_empty_event_stream_is_refused(registry: ProviderRegistry) -> None:
+    """A 200 labelled as an event stream but with no bytes at all is not a stream."""
+    async with serve(sse_handler(b"", headers=fx.HEADERS)) as server:
+        _, message = await collect(make_model(server), HI, StreamOptions(), registry)
+    assert message.stop_reason == "error"
+    assert message.error_message is not None
+    assert "an empty body" in message.error_message
