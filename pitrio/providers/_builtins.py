@@ -13,6 +13,7 @@ from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers._registry import ApiProvider, ProviderRegistry
 from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER
 from pitrio.providers.azure import AZURE_OPENAI_RESPONSES_PROVIDER
+from pitrio.providers.bedrock import BEDROCK_PROVIDER
 from pitrio.providers.codex import OPENAI_CODEX_RESPONSES_PROVIDER
 from pitrio.providers.openai_completions._provider import OPENAI_COMPLETIONS_PROVIDER
 
@@ -24,6 +25,7 @@ BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
     google_provider,
     AZURE_OPENAI_RESPONSES_PROVIDER,
     OPENAI_CODEX_RESPONSES_PROVIDER,
+    BEDROCK_PROVIDER,
 )
 
 
