@@ -13,6 +13,9 @@ from pitrio.providers._google import google_provider
 from pitrio.providers._openai_completions import OPENAI_COMPLETIONS_PROVIDER
 from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers._registry import ApiProvider, ProviderRegistry
+from pitrio.providers.gemini_cli import GEMINI_CLI_PROVIDER
+from pitrio.providers.mistral import MISTRAL_PROVIDER
+from pitrio.providers.vertex import VERTEX_PROVIDER
 
 BUILTIN_SOURCE: Final = "pitrio:builtin"
 BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
@@ -20,10 +23,13 @@ BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
     OPENAI_RESPONSES_PROVIDER,
     ANTHROPIC_PROVIDER,
     google_provider,
+    VERTEX_PROVIDER,
+    GEMINI_CLI_PROVIDER,
+    MISTRAL_PROVIDER,
 )
 
 
 def register_builtin_providers(registry: ProviderRegistry) -> None:
-    """Register the four HTTP providers in ``registry`` (source id ``"pitrio:builtin"``)."""
+    """Register the built-in HTTP providers in ``registry`` (source id ``"pitrio:builtin"``)."""
     for provider in BUILTIN_PROVIDERS:
         registry.register(provider, BUILTIN_SOURCE)

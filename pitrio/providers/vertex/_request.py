@@ -179,4 +179,3 @@ def thinking_budget(
     else:
         return -1
     return table.get(effort)
-
