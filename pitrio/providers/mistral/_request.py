@@ -6,8 +6,8 @@ body is the SDK's ``ChatCompletionStreamRequest`` in its wire (snake_case) form:
 * the system prompt as a leading ``system`` message;
 * user content as a string, or text and ``image_url`` chunks (a data URL); images are dropped
   for a model without image input, and a message left empty says so;
-* assistant content as ``text`` and ``thinking`` chunks (reasoning from any model goes back as a
-  thinking chunk), tool calls with their arguments as a JSON string;
+* assistant content as ``text`` and ``thinking`` chunks (the cross-provider transform has made
+  another model's reasoning plain text), tool calls with their arguments as a JSON string;
 * tool results as ``tool`` messages: the text (``[tool error] `` first when it failed, a
   placeholder when there is none), then the images as ``image_url`` chunks;
 * tool-call ids as Mistral demands them: 9 alphanumeric characters (an id of that form is kept,

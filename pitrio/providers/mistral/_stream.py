@@ -155,6 +155,8 @@ class ChunkReader:
             await self._grow("text", sanitize_surrogates(item.get("text") or ""))
 
     async def _grow(self, kind: str, text: str) -> None:
+        if not text:
+            return
         builder = self._builder
         out = self._out
         index = self._current
