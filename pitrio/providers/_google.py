@@ -27,6 +27,11 @@ token count ... exceeds the maximum number of tokens allowed", which
 ends without one is an error ("Stream ended without finishReason: the response was terminated
 early", or "Prompt blocked: <blockReason>" when ``promptFeedback`` said so), where pi 0.73.1
 reports whatever arrived as a ``stop``.
+
+**Shared codec.** :func:`run_google_stream` runs one request of this codec against a
+:class:`GoogleEndpoint` (URL, auth headers, optional request/response envelopes); the
+``google-vertex`` and ``google-gemini-cli`` providers use it with their own endpoints, and
+:func:`simple_thinking` / :func:`simple_max_tokens` for their unified options.
 """
 
 from __future__ import annotations

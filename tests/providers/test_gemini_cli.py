@@ -8,6 +8,7 @@ gives (checked by :func:`test_a_models_json_entry_resolves_to_the_provider`).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -29,6 +30,7 @@ from pitrio.providers import (
 )
 from pitrio.providers._custom_models import parse_models_json
 from pitrio.providers._http import open_http_client
+from pitrio.providers.credentials import CredentialStore
 from pitrio.providers.gemini_cli import API, DEFAULT_BASE_URL, register_gemini_cli
 
 from fixtures_google import (
@@ -263,3 +265,27 @@ async def test_missing_project_is_an_error(monkeypatch: pytest.MonkeyPatch) -> N
             collected = [event async for event in ev]
     assert "requires a Cloud project" in (final(collected).error_message or "")
     assert server.requests == []
+
+
+async def test_an_auth_json_oauth_entry_supplies_the_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``oauth`` entry the user stored for google-gemini-cli (no refresher: used while it
+    lasts) gives the Bearer token; the project comes from the environment."""
+    monkeypatch.delenv("GOOGLE_GEMINI_CLI_TOKEN", raising=False)
+    monkeypatch.setenv("GOOGLE_GEMINI_CLI_PROJECT", "auth-json-project")
+    auth = tmp_path / "auth.json"
+    entry = {
+        "type": "oauth",
+        "access": "ya29.from-auth-json",
+        "refresh": "1//r",
+        "expires": 4_000_000_000_000,
+    }
+    auth.write_text(json.dumps({"google-gemini-cli": entry}))
+    store = CredentialStore.load([str(auth)])
+    key = await store.api_key("google-gemini-cli")
+    _, request = await serve_run(
+        sse_handler(wrapped(text_chunks())), options=StreamOptions(api_key=key)
+    )
+    assert request.headers["authorization"] == "Bearer ya29.from-auth-json"
+    assert request.json()["project"] == "auth-json-project"
