@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mistralai.client import models as mistral_types
 
+from pitrio.codec import to_wire
 from pitrio.providers import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -37,9 +38,11 @@ from pitrio.providers.mistral import NO_FINISH_MESSAGE, register_mistral
 
 from fixtures_mistral import (
     API_KEY,
+    CASES,
     PNG_1PX,
     RATE_LIMIT_BODY,
     STREAM_ERROR_EVENT,
+    Case,
     chunk,
     finish_chunks,
     mistral_model,
@@ -50,8 +53,10 @@ from fixtures_mistral import (
     tool_call_chunks,
 )
 from loopback import Request, ResponseWriter, error_handler, serve, sse_handler
+from pi_data import load_json
 from sdk_check import SdkCheckError, validate_strict
 
+CAPTURE = load_json("providers/mistral_capture.json")
 REGISTRY = ProviderRegistry()
 register_mistral(REGISTRY)
 MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
@@ -396,6 +401,7 @@ async def test_own_reasoning_is_replayed_as_a_thinking_chunk() -> None:
             {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm."}]},
             {"type": "text", "text": "4."},
         ],
+        "prefix": False,
     }
 
 
@@ -458,3 +464,48 @@ async def test_provider_options_tool_choice_and_effort() -> None:
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     assert body["reasoning_effort"] == "none" and body["temperature"] == 0.3
     assert "max_tokens" not in body
+
+
+# --------------------------------------------------------------------------- parity with pi
+
+
+def _nonempty_deltas(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(e["type"], e["delta"]) for e in events if e["type"].endswith("_delta") and e["delta"]]
+
+
+def _without_empty_text(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # pi opens a text block for Mistral's `content: ""` pieces; pitrio skips empty pieces.
+    return [b for b in content if not (b["type"] == "text" and b["text"] == "")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+async def test_request_and_answer_match_pi(case: Case) -> None:
+    captured = CAPTURE["cases"][case.name]
+
+    async def handle(request: Request, writer: ResponseWriter) -> None:
+        await writer.send_body(case.status, case.body, {"content-type": case.content_type})
+
+    handler = sse_handler(case.body) if case.status == 200 else handle
+    events, request = await serve_run(
+        handler, case.model_id, case.context, case.options, simple=case.simple
+    )
+    pi_request = captured["request"]
+    assert request.path == pi_request["path"]
+    assert request.json() == pi_request["body"]
+    for header in ("authorization", "x-affinity"):
+        assert request.headers.get(header) == pi_request["headers"].get(header)
+    ours = to_wire(final(events))
+    pi_events = captured["events"]
+    pi_last = pi_events[-1]
+    theirs = pi_last.get("message") or pi_last["error"]
+    assert events[-1].type == pi_last["type"]
+    for key in ("stopReason", "errorMessage", "usage", "responseId", "api", "provider", "model"):
+        assert ours.get(key) == theirs.get(key), key
+    assert ours["content"] == _without_empty_text(theirs["content"])
+    ours_events = [to_wire(e) for e in events]
+    assert _nonempty_deltas(ours_events) == _nonempty_deltas(pi_events)
+
+
+def test_capture_is_current() -> None:
+    assert CAPTURE["piAi"] == "0.73.1"
+    assert sorted(CAPTURE["cases"]) == sorted(case.name for case in CASES)

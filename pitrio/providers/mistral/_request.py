@@ -7,7 +7,8 @@ body is the SDK's ``ChatCompletionStreamRequest`` in its wire (snake_case) form:
 * user content as a string, or text and ``image_url`` chunks (a data URL); images are dropped
   for a model without image input, and a message left empty says so;
 * assistant content as ``text`` and ``thinking`` chunks (the cross-provider transform has made
-  another model's reasoning plain text), tool calls with their arguments as a JSON string;
+  another model's reasoning plain text), tool calls with their arguments as a JSON string
+  (plus the fields the SDK always writes: ``prefix: false``, and ``index: 0`` on each call);
 * tool results as ``tool`` messages: the text (``[tool error] `` first when it failed, a
   placeholder when there is none), then the images as ``image_url`` chunks;
 * tool-call ids as Mistral demands them: 9 alphanumeric characters (an id of that form is kept,
@@ -21,7 +22,8 @@ body is the SDK's ``ChatCompletionStreamRequest`` in its wire (snake_case) form:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -41,7 +43,7 @@ from pitrio.providers._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pitrio.providers._openai_compat import mistral_tool_call_id_normalizer
+from pitrio.providers._openai_responses import short_hash
 from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers._transform import transform_messages
 
@@ -49,6 +51,8 @@ API: Final = "mistral-conversations"
 """The wire API id of Mistral's native chat API."""
 CHAT_PATH: Final = "/v1/chat/completions"
 AFFINITY_HEADER: Final = "x-affinity"
+TOOL_CALL_ID_LENGTH: Final = 9
+_NOT_ALNUM: Final = re.compile(r"[^a-zA-Z0-9]")
 IMAGE_OMITTED: Final = "(image omitted: model does not support images)"
 _REASONING_EFFORT_MODELS: Final = frozenset(
     {"mistral-small-2603", "mistral-small-latest", "mistral-medium-3.5"}
@@ -98,6 +102,41 @@ def simple_reasoning(model: Model, level: ThinkingLevel | None) -> MistralOption
         mapped = (model.thinking_level_map or {}).get(level)
         return MistralOptions(reasoning_effort=mapped or "high")
     return MistralOptions(prompt_mode="reasoning")
+
+
+def derive_tool_call_id(tool_call_id: str, attempt: int = 0) -> str:
+    """pi's Mistral id for ``tool_call_id``: its alphanumerics when they are exactly 9, else the
+    first 9 alphanumerics of pi's ``shortHash`` (of ``"<seed>:<attempt>"`` after a collision)."""
+    cleaned = _NOT_ALNUM.sub("", tool_call_id)
+    if attempt == 0 and len(cleaned) == TOOL_CALL_ID_LENGTH:
+        return cleaned
+    seed = cleaned or tool_call_id
+    if attempt:
+        seed = f"{seed}:{attempt}"
+    return _NOT_ALNUM.sub("", short_hash(seed))[:TOOL_CALL_ID_LENGTH]
+
+
+def tool_call_id_normalizer() -> Callable[[str], str]:
+    """Map ids to distinct Mistral ids, the same id always to the same one (one per request,
+    so a call and its result agree); a collision takes the next attempt, as pi does."""
+    forward: dict[str, str] = {}
+    owners: dict[str, str] = {}
+
+    def normalize(tool_call_id: str) -> str:
+        known = forward.get(tool_call_id)
+        if known is not None:
+            return known
+        attempt = 0
+        while True:
+            candidate = derive_tool_call_id(tool_call_id, attempt)
+            owner = owners.get(candidate)
+            if owner is None or owner == tool_call_id:
+                forward[tool_call_id] = candidate
+                owners[candidate] = tool_call_id
+                return candidate
+            attempt += 1
+
+    return normalize
 
 
 def chat_url(model: Model) -> str:
@@ -173,6 +212,7 @@ def _add_assistant(result: list[dict[str, Any]], message: AssistantMessage) -> N
                     "id": block.id,
                     "type": "function",
                     "function": {"name": block.name, "arguments": _json(block.arguments or {})},
+                    "index": 0,  # the SDK's default, which it always writes
                 }
             )
     if not parts and not calls:
@@ -182,6 +222,7 @@ def _add_assistant(result: list[dict[str, Any]], message: AssistantMessage) -> N
         converted["content"] = parts
     if calls:
         converted["tool_calls"] = calls
+    converted["prefix"] = False  # the SDK's default, which it always writes
     result.append(converted)
 
 
@@ -251,7 +292,7 @@ def build_request_body(
     model: Model, context: Context, options: StreamOptions, mistral: MistralOptions
 ) -> dict[str, Any]:
     """The JSON body of a streaming chat request (ids normalised for this one request)."""
-    normalize = mistral_tool_call_id_normalizer()
+    normalize = tool_call_id_normalizer()
     history = transform_messages(
         context.messages, model, lambda tool_call_id, _target, _source: normalize(tool_call_id)
     )

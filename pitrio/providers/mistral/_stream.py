@@ -38,12 +38,12 @@ from pitrio.providers._http import InvalidStreamError, sse_json
 from pitrio.providers._json_parse import parse_streaming_json
 from pitrio.providers._messages import Model, StopReason, ToolCall, Usage
 from pitrio.providers._models import with_cost
-from pitrio.providers._openai_compat import mistral_tool_call_id_normalizer
 from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import ProviderError
 from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
 from pitrio.providers._text import sanitize_surrogates
+from pitrio.providers.mistral._request import derive_tool_call_id
 
 NO_FINISH_MESSAGE: Final = (
     "Stream ended without finish_reason or [DONE]: the response was terminated early"
@@ -81,7 +81,7 @@ def usage_from_chunk(model: Model, raw: Mapping[str, Any]) -> Usage:
 
 def fallback_tool_call_id(stream_index: int) -> str:
     """The id pi gives a streamed call that came without one."""
-    return mistral_tool_call_id_normalizer()(f"toolcall:{stream_index}")
+    return derive_tool_call_id(f"toolcall:{stream_index}")
 
 
 class ChunkReader:
