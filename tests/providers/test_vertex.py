@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,11 +17,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
+import orjson
 import pytest
 import trio
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from pitrio.codec import to_wire
 from pitrio.providers import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -52,6 +55,7 @@ from fixtures_google import (
     PNG_1PX,
     RATE_LIMIT_BODY,
     SIG_A,
+    Case,
     error_body,
     hello_context,
     max_tokens_chunks,
@@ -63,12 +67,16 @@ from fixtures_google import (
     tool_call_chunks,
     weather_context,
 )
+from fixtures_vertex import CASES as VERTEX_CASES
+from fixtures_vertex import pi_cases
 from loopback import Handler, Request, ResponseWriter, error_handler, serve, sse_handler
+from pi_data import PI_NOW, canonical, load_json, normalise_now
 
 API_KEY = "test-vertex-key"
 ACCESS_TOKEN = "ya29.loopback-access-token"
 PROJECT = "my-project"
 LOCATION = "europe-west4"
+GENERATED_ID = re.compile(r"^(?P<name>.*)_(?P<ms>\d{13})_(?P<n>\d+)$")
 STREAM_PATH = "/v1/publishers/google/models/{model}:streamGenerateContent"
 
 
@@ -490,3 +498,71 @@ async def test_missing_google_auth_says_which_extra(monkeypatch: pytest.MonkeyPa
 def test_tool_call_type_is_shared() -> None:
     # The Vertex provider reads responses with the Gemini codec: the same ToolCall type.
     assert ToolCall.__module__ == "pitrio.providers"
+
+
+# --------------------------------------------------------------------------- parity with pi
+
+CAPTURE = load_json("providers/vertex_capture.json")
+
+
+def _normalise_ids(pi: Any, ours: Any) -> Any:
+    """Replace the tool-call ids both sides generated (``name_<ms>_<n>``) by pi's."""
+    if isinstance(pi, dict) and isinstance(ours, dict):
+        out = {}
+        for key, value in ours.items():
+            theirs = pi.get(key)
+            if (
+                key == "id"
+                and isinstance(theirs, str)
+                and isinstance(value, str)
+                and (match := GENERATED_ID.match(theirs))
+                and match["ms"] == str(PI_NOW)
+                and (mine := GENERATED_ID.match(value))
+                and mine["name"] == match["name"]
+            ):
+                out[key] = theirs
+            else:
+                out[key] = _normalise_ids(theirs, value)
+        return out
+    if isinstance(pi, list) and isinstance(ours, list) and len(pi) == len(ours):
+        return [_normalise_ids(a, b) for a, b in zip(pi, ours, strict=True)]
+    return ours
+
+
+@pytest.mark.parametrize("case", VERTEX_CASES, ids=[case.name for case in VERTEX_CASES])
+async def test_request_and_events_match_pi(case: Case) -> None:
+    """pitrio sends pi's Vertex request (URL, key header, body) and emits pi's events."""
+    captured = CAPTURE["cases"][case.name]
+
+    async def whole(request: Request, writer: ResponseWriter) -> None:
+        await writer.send_body(case.status, case.body, {"content-type": case.content_type})
+
+    handler = (
+        sse_handler(case.body, headers={"content-type": case.content_type})
+        if case.status == 200
+        else whole
+    )
+    async with serve(handler) as server, open_http_client():
+        model = vertex_model(case.model_id, server.url())
+        events = await run(registry_with(), model, case.context, case.options, simple=case.simple)
+    request = server.requests[0]
+    theirs = captured["request"]
+    assert request.method == theirs["method"]
+    assert request.target == theirs["path"]
+    assert request.json() == theirs["body"]
+    for header in ("content-type", "x-goog-api-key", "authorization", "x-custom"):
+        assert request.headers.get(header) == theirs["headers"].get(header), header
+    if not case.pi_events:
+        assert events[-1].type == "done"
+        return
+    pi_events = captured["events"]
+    ours = _normalise_ids(pi_events, normalise_now(pi_events, [to_wire(e) for e in events]))
+    assert [e["type"] for e in ours] == [e["type"] for e in pi_events]
+    for index, (mine, theirs_event) in enumerate(zip(ours, pi_events, strict=True)):
+        assert canonical(mine) == canonical(theirs_event), f"event {index} differs"
+
+
+def test_vertex_capture_covers_every_case() -> None:
+    assert sorted(CAPTURE["cases"]) == sorted(case.name for case in VERTEX_CASES)
+    assert CAPTURE["piAi"] == "0.73.1"
+    assert load_json("providers/vertex_cases.json") == orjson.loads(orjson.dumps(pi_cases()))
