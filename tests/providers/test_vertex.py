@@ -50,6 +50,7 @@ from pitrio.providers.vertex import (
     vertex_provider,
 )
 from pitrio.providers.vertex._auth import MISSING_GOOGLE_AUTH
+from pitrio.providers.vertex._request import resolve_location, resolve_project
 
 from fixtures_google import (
     PNG_1PX,
@@ -566,3 +567,89 @@ def test_vertex_capture_covers_every_case() -> None:
     assert sorted(CAPTURE["cases"]) == sorted(case.name for case in VERTEX_CASES)
     assert CAPTURE["piAi"] == "0.73.1"
     assert load_json("providers/vertex_cases.json") == orjson.loads(orjson.dumps(pi_cases()))
+
+
+# --------------------------------------------------------------------------- other ADC sources
+
+
+def _no_adc_files(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.delenv("CLOUDSDK_CONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(home))
+
+
+async def test_gcloud_user_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``gcloud auth application-default login``'s file is found under ``$HOME`` and refreshed
+    with a refresh-token grant. google-auth always sends that grant to Google's token endpoint,
+    so the test points google-auth's constant for it at the loopback server."""
+    import google.oauth2.credentials
+
+    _no_adc_files(monkeypatch, tmp_path)
+    grants: list[dict[str, str]] = []
+
+    async def handle(request: Request, writer: ResponseWriter) -> None:
+        grants.append({k: v[0] for k, v in parse_qs(request.body.decode()).items()})
+        body = {"access_token": "ya29.user", "expires_in": 3599, "token_type": "Bearer"}
+        await writer.send_body(200, json.dumps(body).encode())
+
+    async with serve(handle) as server:
+        monkeypatch.setattr(
+            google.oauth2.credentials, "_GOOGLE_OAUTH2_TOKEN_ENDPOINT", server.url("/token")
+        )
+        gcloud = tmp_path / ".config" / "gcloud"
+        gcloud.mkdir(parents=True)
+        (gcloud / "application_default_credentials.json").write_text(
+            json.dumps(
+                {
+                    "type": "authorized_user",
+                    "client_id": "cid.apps.googleusercontent.com",
+                    "client_secret": "csecret",
+                    "refresh_token": "1//refresh",
+                }
+            )
+        )
+        token = await AdcTokenSource().token()
+    assert token == "ya29.user"
+    assert grants[0]["grant_type"] == "refresh_token"
+    assert grants[0]["refresh_token"] == "1//refresh"
+
+
+async def test_metadata_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No credential file: google-auth asks the metadata server (here on loopback)."""
+    _no_adc_files(monkeypatch, tmp_path)
+    paths: list[str] = []
+
+    async def handle(request: Request, writer: ResponseWriter) -> None:
+        paths.append(request.path)
+        assert request.headers.get("metadata-flavor") == "Google"
+        flavor = {"metadata-flavor": "Google"}
+        if request.path.endswith("/token"):
+            body: Any = {"access_token": "ya29.gce", "expires_in": 3599, "token_type": "Bearer"}
+        elif request.path.endswith("/default/"):
+            body = {
+                "email": "sa@p.iam.gserviceaccount.com",
+                "scopes": ["x"],
+                "aliases": ["default"],
+            }
+        elif request.path.endswith("/project/project-id"):
+            await writer.send_body(200, b"my-project", {**flavor, "content-type": "text/plain"})
+            return
+        else:
+            await writer.send_body(200, b"", {**flavor, "content-type": "text/plain"})
+            return
+        await writer.send_body(200, json.dumps(body).encode(), flavor)
+
+    async with serve(handle) as server:
+        host = f"127.0.0.1:{server.port}"
+        monkeypatch.setenv("GCE_METADATA_HOST", host)
+        monkeypatch.setenv("GCE_METADATA_IP", host)
+        token = await AdcTokenSource().token()
+    assert token == "ya29.gce"
+    assert any(p.endswith("/service-accounts/default/token") for p in paths)
+
+
+def test_project_and_location_from_provider_options() -> None:
+    options = StreamOptions(provider_options={"project": "p1", "location": "us"})
+    assert resolve_project(options, {}) == "p1"
+    assert resolve_location(options, {}) == "us"
+    assert resolve_project(StreamOptions(), {"GCLOUD_PROJECT": "p2"}) == "p2"
