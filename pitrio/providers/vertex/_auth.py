@@ -7,8 +7,11 @@ google-auth is synchronous, so loading and refreshing run in a worker thread
 (:func:`trio.to_thread.run_sync`), and its HTTP calls (the JWT-bearer exchange at the file's
 ``token_uri``, the metadata server) go through a small google-auth transport over ``httpx2``.
 
-The access token is cached and reused until :data:`REFRESH_MARGIN` seconds before it expires;
-concurrent requests wait for one refresh.
+The credentials are found once per :class:`AdcTokenSource` (once per process for the registered
+provider). The access token is cached and reused until :data:`REFRESH_MARGIN` seconds before it
+expires; concurrent requests wait for one refresh. A refresh in progress is not abandoned when
+its caller is cancelled (the thread cannot be stopped); each of its HTTP calls is bounded by
+``AUTH_TIMEOUT``.
 """
 
 from __future__ import annotations
