@@ -15,7 +15,10 @@ from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER
 from pitrio.providers.azure import AZURE_OPENAI_RESPONSES_PROVIDER
 from pitrio.providers.bedrock import BEDROCK_PROVIDER
 from pitrio.providers.codex import OPENAI_CODEX_RESPONSES_PROVIDER
+from pitrio.providers.gemini_cli import GEMINI_CLI_PROVIDER
+from pitrio.providers.mistral import MISTRAL_PROVIDER
 from pitrio.providers.openai_completions._provider import OPENAI_COMPLETIONS_PROVIDER
+from pitrio.providers.vertex import VERTEX_PROVIDER
 
 BUILTIN_SOURCE: Final = "pitrio:builtin"
 BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
@@ -26,6 +29,9 @@ BUILTIN_PROVIDERS: Final[tuple[ApiProvider, ...]] = (
     AZURE_OPENAI_RESPONSES_PROVIDER,
     OPENAI_CODEX_RESPONSES_PROVIDER,
     BEDROCK_PROVIDER,
+    VERTEX_PROVIDER,
+    GEMINI_CLI_PROVIDER,
+    MISTRAL_PROVIDER,
 )
 
 

@@ -27,13 +27,18 @@ token count ... exceeds the maximum number of tokens allowed", which
 ends without one is an error ("Stream ended without finishReason: the response was terminated
 early", or "Prompt blocked: <blockReason>" when ``promptFeedback`` said so), where pi 0.73.1
 reports whatever arrived as a ``stop``.
+
+**Shared codec.** :func:`run_google_stream` runs one request of this codec against a
+:class:`GoogleEndpoint` (URL, auth headers, optional request/response envelopes); the
+``google-vertex`` and ``google-gemini-cli`` providers use it with their own endpoints, and
+:func:`simple_thinking` / :func:`simple_max_tokens` for their unified options.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -469,10 +474,38 @@ def request_url(model: Model) -> str:
 
 
 def _request_headers(model: Model, options: StreamOptions, api_key: str) -> dict[str, str]:
-    headers = {"x-goog-api-key": api_key} if api_key else {}
+    return request_headers(model, options, {"x-goog-api-key": api_key} if api_key else {})
+
+
+def request_headers(
+    model: Model, options: StreamOptions, auth: Mapping[str, str]
+) -> dict[str, str]:
+    """``auth`` headers, then the model's headers, then the options' (later ones win)."""
+    headers = dict(auth)
     headers.update(model.headers or {})
     headers.update(options.headers or {})
     return headers
+
+
+@attrs.frozen(kw_only=True)
+class GoogleEndpoint:
+    """Where one request of the Gemini codec goes, and how its body and chunks are wrapped.
+
+    The Vertex AI and Cloud Code Assist providers speak the same ``GenerateContent`` codec as
+    the Gemini API on other URLs; Cloud Code Assist also wraps the request
+    (``{project, model, request}``) and every streamed response (``{response: ...}``).
+    """
+
+    url: str
+    headers: Mapping[str, str]
+    wrap_body: Callable[[dict[str, Any]], Any] | None = None
+    """Turns the ``GenerateContentRequest`` body into what is sent (before ``on_payload``)."""
+    unwrap_chunk: Callable[[Mapping[str, Any]], Any] | None = None
+    """Turns one decoded ``data:`` event into a ``GenerateContentResponse``."""
+
+
+EndpointResolver: TypeAlias = Callable[[Model, StreamOptions], Awaitable[GoogleEndpoint]]
+"""Resolves a request's endpoint (may fetch a token); a failure becomes the error event."""
 
 
 # --------------------------------------------------------------------------- response
@@ -646,12 +679,18 @@ class _Stream:
 # --------------------------------------------------------------------------- providers
 
 
-async def _read_events(state: _Stream, events: AsyncIterator[SSEEvent]) -> None:
+async def _read_events(
+    state: _Stream,
+    events: AsyncIterator[SSEEvent],
+    unwrap: Callable[[Mapping[str, Any]], Any] | None = None,
+) -> None:
     """Feed every event to ``state``; stop reading at the first bad one and raise its error
     (:func:`open_sse` finishes the response's generators)."""
     async for event in events:
         try:
             chunk = sse_json(event)
+            if unwrap is not None and isinstance(chunk, Mapping):
+                chunk = unwrap(chunk)
             if not isinstance(chunk, Mapping):
                 raise InvalidStreamError(f"Invalid stream chunk (not an object): {event.data!r}")
             await state.chunk(chunk)
@@ -667,6 +706,11 @@ async def _read_events(state: _Stream, events: AsyncIterator[SSEEvent]) -> None:
     await state.close_block()
 
 
+async def _gemini_endpoint(model: Model, options: StreamOptions) -> GoogleEndpoint:
+    api_key = options.api_key or get_env_api_key(model.provider) or ""
+    return GoogleEndpoint(url=request_url(model), headers=_request_headers(model, options, api_key))
+
+
 async def _run(
     model: Model,
     context: Context,
@@ -674,16 +718,35 @@ async def _run(
     google: GoogleOptions,
     out: AssistantMessageEventStream,
 ) -> None:
+    await run_google_stream(API, model, context, options, google, out, _gemini_endpoint)
+
+
+async def run_google_stream(
+    api: str,
+    model: Model,
+    context: Context,
+    options: StreamOptions,
+    google: GoogleOptions,
+    out: AssistantMessageEventStream,
+    endpoint: EndpointResolver,
+) -> None:
+    """Stream one ``streamGenerateContent`` response of the Gemini codec into ``out``.
+
+    The message is labelled ``api``; ``endpoint`` gives the URL, headers and wrapping. Every
+    failure (resolving the endpoint included) ends the stream with an error event.
+    """
     builder = new_message_builder(model)
-    builder.update(api=API)
+    builder.update(api=api)
     out.attach(builder)
     try:
-        api_key = options.api_key or get_env_api_key(model.provider) or ""
+        target = await endpoint(model, options)
         body: Any = build_request_body(model, context, options, google)
+        if target.wrap_body is not None:
+            body = target.wrap_body(body)
         body = await apply_on_payload(options, body, model)
         async with open_sse(
-            request_url(model),
-            headers=_request_headers(model, options, api_key),
+            target.url,
+            headers=dict(target.headers),
             body=body,
             timeout_ms=options.timeout_ms,
             max_retries=options.max_retries,
@@ -692,7 +755,7 @@ async def _run(
             on_response=response_callback(options, model),
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
-            await _read_events(_Stream(model, builder, out), events)
+            await _read_events(_Stream(model, builder, out), events, target.unwrap_chunk)
         if builder.stop_reason in ("error", "aborted"):
             raise ProviderError(UNKNOWN_ERROR)
     except Exception as exc:  # failures are data: the stream ends with an error event
@@ -735,22 +798,47 @@ async def stream_simple_google(
     api_key = options.api_key or get_env_api_key(model.provider)
     if not api_key:
         raise ProviderError(f"No API key for provider: {model.provider}")
-    max_tokens = options.max_tokens
-    if max_tokens is None and model.max_tokens > 0:
-        max_tokens = min(model.max_tokens, SIMPLE_MAX_TOKENS_CAP)
-    base = attrs.evolve(options, api_key=api_key, max_tokens=max_tokens)
+    base = attrs.evolve(options, api_key=api_key, max_tokens=simple_max_tokens(model, options))
     google = GoogleOptions.from_provider_options(options.provider_options)
-    if options.reasoning is None:
-        thinking = GoogleThinking(enabled=False)
-    else:
-        clamped = clamp_thinking_level(model, options.reasoning)
-        effort: ThinkingLevel = "high" if clamped == "off" else clamped
-        if is_gemini3_pro(model.id) or is_gemini3_flash(model.id) or is_gemma4(model.id):
-            thinking = GoogleThinking(enabled=True, level=thinking_level_for(effort, model))
-        else:
-            budget = thinking_budget_for(model, effort, options.thinking_budgets)
-            thinking = GoogleThinking(enabled=True, budget_tokens=budget)
+    thinking = simple_thinking(model, options)
     await _run(model, context, base, attrs.evolve(google, thinking=thinking), out)
+
+
+def simple_max_tokens(model: Model, options: StreamOptions) -> int | None:
+    """``options.max_tokens``, else ``min(model.max_tokens, 32000)`` (pi's simple options)."""
+    if options.max_tokens is None and model.max_tokens > 0:
+        return min(model.max_tokens, SIMPLE_MAX_TOKENS_CAP)
+    return options.max_tokens
+
+
+def simple_thinking(
+    model: Model,
+    options: StreamOptions,
+    *,
+    levels_for: Callable[[Model], bool] | None = None,
+    budget_for: Callable[[Model, ThinkingLevel, ThinkingBudgets | None], int | None] = (
+        thinking_budget_for
+    ),
+) -> GoogleThinking:
+    """The ``thinking`` option pi's simple stream derives from ``options.reasoning``.
+
+    ``levels_for`` says which models take a ``thinkingLevel`` (default: Gemini 3 and Gemma 4);
+    the others get ``budget_for``'s ``thinkingBudget``. No reasoning turns thinking off.
+    """
+    if options.reasoning is None:
+        return GoogleThinking(enabled=False)
+    clamped = clamp_thinking_level(model, options.reasoning)
+    effort: ThinkingLevel = "high" if clamped == "off" else clamped
+    uses_levels = (
+        levels_for(model)
+        if levels_for is not None
+        else is_gemini3_pro(model.id) or is_gemini3_flash(model.id) or is_gemma4(model.id)
+    )
+    if uses_levels:
+        return GoogleThinking(enabled=True, level=thinking_level_for(effort, model))
+    return GoogleThinking(
+        enabled=True, budget_tokens=budget_for(model, effort, options.thinking_budgets)
+    )
 
 
 google_provider: Final = ApiProvider(
@@ -766,6 +854,8 @@ def register_google(registry: ProviderRegistry = default_registry) -> None:
 
 __all__ = [
     "API",
+    "EndpointResolver",
+    "GoogleEndpoint",
     "GoogleOptions",
     "GoogleThinking",
     "GoogleThinkingLevel",
@@ -775,7 +865,11 @@ __all__ = [
     "google_provider",
     "map_finish_reason",
     "register_google",
+    "request_headers",
     "request_url",
+    "run_google_stream",
+    "simple_max_tokens",
+    "simple_thinking",
     "stream_google",
     "stream_simple_google",
     "usage_from_metadata",

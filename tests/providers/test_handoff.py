@@ -1,11 +1,12 @@
-"""One conversation across all four wire APIs, each over its own loopback server.
+"""Conversations across the wire APIs, each over its own loopback server.
 
 Turn by turn the conversation moves Anthropic -> OpenAI Responses -> OpenAI Completions ->
 Google -> Anthropic. Each turn's request is read back from the server it went to and checked
 for what cross-provider handoff must guarantee: every earlier tool call arrives with its result,
 tool-call ids are in the form the receiving API accepts (and calls still pair with their
 results), and thinking from another model is never replayed as that API's signed reasoning.
-A second conversation runs the same checks through the Azure and Codex Responses APIs.
+A second conversation runs the same checks through the Azure and Codex Responses APIs, and a
+third runs Gemini -> Mistral -> Vertex -> Cloud Code Assist -> Anthropic.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from typing import Any
 
 import attrs
+import pytest
 
 from pitrio.providers import (
     AssistantMessage,
@@ -36,6 +38,7 @@ from pitrio.providers._http import open_http_client
 import fixtures_anthropic as anth
 import fixtures_codex
 import fixtures_google as goog
+import fixtures_mistral as mist
 import fixtures_openai_completions as comp
 import fixtures_openai_responses as resp
 from loopback import serve, sse_handler
@@ -260,3 +263,79 @@ async def test_a_conversation_moves_through_azure_and_codex() -> None:
         thinking = reasoning_turn.content[0]
         assert isinstance(thinking, ThinkingContent)
         assert any(thinking.thinking in text for text in texts)
+
+
+async def test_conversation_moves_through_mistral_vertex_and_gemini_cli(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gemini -> Mistral -> Vertex -> Cloud Code Assist -> Anthropic: every tool call keeps its
+    result, ids take each API's form, and reasoning crosses over as plain text, never as that
+    API's signed reasoning (nor with another provider's thought signatures)."""
+    monkeypatch.setenv("GOOGLE_GEMINI_CLI_PROJECT", "handoff-project")
+    gemini = model("google", "gemini-2.5-pro", "/v1beta")
+    mistral = model("mistral", "magistral-medium-latest", "")
+    vertex = model("google-vertex", "gemini-2.5-pro", "")
+    cli = attrs.evolve(vertex, api="google-gemini-cli", provider="google-gemini-cli")
+    claude = model("anthropic", "claude-sonnet-4-5", "")
+    history: list[Message] = [user("Weather in Paris and Zürich?", 1)]
+
+    async with open_http_client():
+        # 1. Gemini: thinking, text and two signed/unsigned calls.
+        first, _ = await turn(gemini, goog.sse(goog.tool_call_chunks()), history)
+        assert isinstance(first.content[0], ThinkingContent) and len(first.tool_calls()) == 2
+        history += [first, *results_for(first, 2), user("And the forecast?", 3)]
+
+        # 2. Mistral: Gemini's calls go out with 9-character ids paired with their results;
+        #    Gemini's reasoning is plain text, not a thinking chunk.
+        second, body2 = await turn(mistral, mist.sse(mist.tool_call_chunks()), history)
+        assert len(second.tool_calls()) == 2
+        sent = [c for m in body2["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
+        tool_ids = [m["tool_call_id"] for m in body2["messages"] if m["role"] == "tool"]
+        assert [c["id"] for c in sent] == tool_ids
+        assert all(re.fullmatch(r"[a-zA-Z0-9]{9}", i) for i in tool_ids)
+        assistant_parts = [
+            p for m in body2["messages"] if m["role"] == "assistant" for p in m["content"]
+        ]
+        assert {"type": "text", "text": "I need the weather for both cities."} in assistant_parts
+        assert not [p for p in assistant_parts if p["type"] == "thinking"]
+        history += [second, *results_for(second, 4), user("Think it over.", 5)]
+
+        # 3. Vertex: four calls and four responses; Gemini-API signatures are not replayed to
+        #    another provider.
+        third, body3 = await turn(vertex, goog.sse(goog.thinking_chunks()), history)
+        assert isinstance(third.content[0], ThinkingContent)
+        assert third.api == "google-vertex"
+        parts3 = [p for c in body3["contents"] for p in c["parts"]]
+        assert len([p for p in parts3 if "functionCall" in p]) == 4
+        assert len([p for p in parts3 if "functionResponse" in p]) == 4
+        assert not [p for p in parts3 if p.get("thought") or "thoughtSignature" in p]
+        history += [third, user("Summarise.", 6)]
+
+        # 4. Cloud Code Assist: the same, inside its envelope; Vertex's thinking is text.
+        fourth, body4 = await turn(cli, cli_sse(goog.text_chunks()), history)
+        assert fourth.text() == "Hello there, how can I help you today?"
+        assert body4["project"] == "handoff-project"
+        parts4 = [p for c in body4["request"]["contents"] for p in c["parts"]]
+        assert len([p for p in parts4 if "functionCall" in p]) == 4
+        assert not [p for p in parts4 if p.get("thought") or "thoughtSignature" in p]
+        vertex_thinking = third.content[0]
+        assert {"text": vertex_thinking.thinking} in parts4
+        history += [fourth, user("Back to you.", 7)]
+
+        # 5. Anthropic: ids match its pattern and pair with their results.
+        fifth, body5 = await turn(claude, anth.to_sse(anth.text_stream()), history)
+        assert fifth.text() == anth.TEXT
+    blocks = [b for m in body5["messages"] for b in m["content"] if isinstance(b, dict)]
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    assert len(uses) == len(results) == 4
+    assert [u["id"] for u in uses] == [r["tool_use_id"] for r in results]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", u["id"]) for u in uses)
+    assert not [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
+    # Mistral's streamed arguments survived every hop.
+    assert [u["input"] for u in uses][2:] == [{"city": "Paris", "days": [1, 2]}, {"city": "Zürich"}]
+
+
+def cli_sse(chunks: list[dict[str, Any]]) -> bytes:
+    """Cloud Code Assist framing of Gemini chunks."""
+    return b"".join(b"data: " + json.dumps({"response": c}).encode() + b"\r\n\r\n" for c in chunks)
