@@ -352,7 +352,7 @@ async def test_paths_a_client_names_stay_inside_the_hosts_folders(tmp_path: Path
             )
             assert exported["success"] is True, exported
             name = path.rsplit("/", 1)[-1]
-            assert exported["data"]["path"] == os.path.realpath(exports / name)
+            assert exported["data"]["path"] == str(await trio.Path(exports / name).resolve())
             assert await trio.Path(exports / name).is_file()
         assert list(outside.iterdir()) == []
         assert not await trio.Path(root / "q.html").exists()

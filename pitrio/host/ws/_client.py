@@ -338,11 +338,6 @@ class Client:
             await self._frame(message)
 
     async def _frame(self, message: str | bytes) -> None:
-        if not self.host.tokens.active(self.token):
-            # Revoked (its connections are closed at once) or expired while connected.
-            await self._error(MISSING, MISSING, None, "Token revoked or expired", metric="token")
-            self.close(CLOSE_REVOKED)
-            return
         limits = self._limits
         size = len(message.encode()) if isinstance(message, str) else len(message)
         if size > limits.max_frame_bytes:
@@ -355,6 +350,14 @@ class Client:
             )
             return
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+        if not self.host.tokens.active(self.token):
+            # Expired while connected (a revoked token's connections are closed at once).
+            quick = _quick_record(text)
+            type_ = quick.get("type", MISSING)
+            message_ = "Token revoked or expired"
+            await self._error(quick.get("id", MISSING), type_, None, message_, metric="token")
+            self.close(CLOSE_REVOKED)
+            return
         if not self._bucket.take():
             # Before parsing: a flood costs no parsing. Only orjson's one pass in C (bounded
             # by max_frame_bytes) looks for an id to echo, so the client can match the error.

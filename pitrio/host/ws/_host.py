@@ -291,8 +291,7 @@ class LiveSession:
             raise UsageError(f"outputPath {path!r} names no file: give a file name")
         if name.endswith(SESSION_SUFFIX):
             raise UsageError(
-                f"outputPath {path!r}: export_html may not write a session file "
-                f"({SESSION_SUFFIX})"
+                f"outputPath {path!r}: export_html may not write a session file ({SESSION_SUFFIX})"
             )
         exports = self._exports
         await run_file_work(functools.partial(os.makedirs, exports, mode=0o700, exist_ok=True))
