@@ -259,33 +259,28 @@ def make_session_factory(
 
 def _confine(
     runtime: Any, confinement: Confinement, warn: Callable[[str], None]
-) -> tuple[Any, BashOperations]:
-    """``runtime`` for a client token's session: its file tools confined (the agent dir
+) -> tuple[Any, BashOperations | None]:
+    """``runtime`` for a client token's session: its file tools confined (the agent dirs
     hidden too), bash run under the ``sandboxCommand`` setting, no tool an extension could
     turn on later; and the operations its user ``bash`` commands run with."""
     import attrs
 
-    from pitrio.cli._coding import create_session_tools, setting_value
-    from pitrio.host import confine_tools, sandbox_command
-    from pitrio.tools.builtin import LocalBashOperations
+    from pitrio.cli._coding import setting_value
+    from pitrio.host import build_tools, sandbox_command
 
     settings = runtime.settings
-    shell_path = setting_value(settings, "shellPath", str, warn)
-    sandbox = sandbox_command(settings.settings.get("sandboxCommand"))
-    bash_operations = LocalBashOperations(shell_path, wrapper=sandbox)
-    cwd = runtime.resources.cwd
-    tools = create_session_tools(
-        runtime.tool_names,
-        cwd,
-        command_prefix=setting_value(settings, "shellCommandPrefix", str, warn),
-        shell_path=shell_path,
-        auto_resize_images=runtime.auto_resize_images,
-        bash_operations=bash_operations,
-    )
     hidden = (*confinement.hidden, runtime.dirs.write_dir, *runtime.dirs.fallback_dirs)
+    sandbox = sandbox_command(settings.settings.get("sandboxCommand"))
     confinement = attrs.evolve(confinement, hidden=hidden, sandbox=sandbox)
-    confined = confine_tools(tools, confinement, cwd)
-    return attrs.evolve(runtime, tools=confined, available_tools=()), bash_operations
+    tools, user_bash = build_tools(
+        runtime.tool_names,
+        runtime.resources.cwd,
+        confinement=confinement,
+        shell_path=setting_value(settings, "shellPath", str, warn),
+        command_prefix=setting_value(settings, "shellCommandPrefix", str, warn),
+        auto_resize_images=runtime.auto_resize_images,
+    )
+    return attrs.evolve(runtime, tools=tools, available_tools=()), user_bash
 
 
 def _known_model(runtime: Any) -> bool:

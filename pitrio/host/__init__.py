@@ -31,6 +31,9 @@ from pitrio.host.rpc._server import RpcServices as RpcServices
 from pitrio.host.rpc._types import RpcRequest as RpcRequest
 from pitrio.host.rpc._types import RpcResponse as RpcResponse
 from pitrio.host.rpc._types import decode_command as decode_command
+from pitrio.host.ws._factory import CODING_TOOLS as CODING_TOOLS
+from pitrio.host.ws._factory import CodingSessionFactory as CodingSessionFactory
+from pitrio.host.ws._factory import build_tools as build_tools
 from pitrio.host.ws._host import COMMAND_BURST as COMMAND_BURST
 from pitrio.host.ws._host import COMMANDS_PER_SECOND as COMMANDS_PER_SECOND
 from pitrio.host.ws._host import DEFAULT_PORT as DEFAULT_PORT
@@ -45,6 +48,7 @@ from pitrio.host.ws._host import OpenedSession as OpenedSession
 from pitrio.host.ws._host import SessionFactory as SessionFactory
 from pitrio.host.ws._host import SessionRequest as SessionRequest
 from pitrio.host.ws._policy import DEFAULT_CLIENT_TOOLS as DEFAULT_CLIENT_TOOLS
+from pitrio.host.ws._policy import ConfinedTool as ConfinedTool
 from pitrio.host.ws._policy import Confinement as Confinement
 from pitrio.host.ws._policy import confine_tools as confine_tools
 from pitrio.host.ws._policy import sandbox_command as sandbox_command
@@ -75,6 +79,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "CODING_TOOLS",
     "COMMANDS_IN_FLIGHT",
     "COMMANDS_PER_SECOND",
     "COMMAND_BURST",
@@ -88,7 +93,9 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_SESSIONS_PER_TOKEN",
     "OUTPUT_BUFFER",
+    "CodingSessionFactory",
     "CommandRefused",
+    "ConfinedTool",
     "Confinement",
     "Histogram",
     "Host",
@@ -108,6 +115,7 @@ __all__ = [
     "SessionCommands",
     "SessionFactory",
     "SessionRequest",
+    "build_tools",
     "confine_tools",
     "current_rss_bytes",
     "decode_command",
