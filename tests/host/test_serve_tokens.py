@@ -427,3 +427,28 @@ def test_confinement_checks_realpaths_against_roots_and_protected_names(tmp_path
             confinement.check(str(root / name), writing=True)
         confinement.check(str(root / name), writing=False)
     assert not is_protected("docs/agents.txt")
+
+
+def test_client_tools_and_state_dir_flags_reach_the_host_config(tmp_path: Path) -> None:
+    """``pitrio serve --client-tools`` sets the tools of client tokens' sessions (an unknown
+    name is a usage error), ``--state-dir`` where tokens and exports are kept."""
+    from pitrio.cli._serve import _parser, host_config
+    from pitrio.cli._setup import CliError
+
+    args = _parser().parse_args(["--client-tools", "read, write,read", "--state-dir", "st"])
+    config = host_config(args, cwd=str(tmp_path), token="t", session_dir=str(tmp_path / "s"))
+    assert config.client_tools == ("read", "write")
+    assert config.state_folder == str(tmp_path / "st")
+    assert config.exports_folder == str(tmp_path / "st" / "exports")
+    default = host_config(
+        _parser().parse_args([]), cwd=str(tmp_path), token="t", session_dir=str(tmp_path / "s")
+    )
+    assert default.client_tools == ("read", "grep", "find", "ls")
+    assert default.state_folder == str(tmp_path / "s" / ".host")
+    with pytest.raises(CliError, match="unknown tool 'rm'"):
+        host_config(
+            _parser().parse_args(["--client-tools", "read,rm"]),
+            cwd=str(tmp_path),
+            token="t",
+            session_dir=str(tmp_path / "s"),
+        )

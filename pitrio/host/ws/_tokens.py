@@ -221,9 +221,6 @@ class Tokens:
         record = self._records.get(key)
         return record is not None and self._current(record)
 
-    def exists(self, key: str) -> bool:
-        return self.active(key)
-
     # ------------------------------------------------------------------ changes
 
     def create(
@@ -285,10 +282,6 @@ class Tokens:
         host token: every tool the factory gives)."""
         record = self._records.get(key)
         return record.tools if record is not None else None
-
-    def expiry_of(self, key: str) -> float | None:
-        record = self._records.get(key)
-        return record.expires if record is not None else None
 
 
 def _write_private(path: str, data: bytes) -> None:
