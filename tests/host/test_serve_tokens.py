@@ -452,3 +452,21 @@ def test_client_tools_and_state_dir_flags_reach_the_host_config(tmp_path: Path) 
             token="t",
             session_dir=str(tmp_path / "s"),
         )
+
+
+async def test_a_sandbox_command_the_host_cannot_read_keeps_client_sessions_closed(
+    tmp_path: Path,
+) -> None:
+    """A ``sandboxCommand`` that is neither a string nor a list of strings fails closed: a
+    client token's session is not opened (its bash would run unconfined); the host token's
+    sessions, which do not use it, still open."""
+    async with (
+        open_test_host(tmp_path, settings={"sandboxCommand": {"bad": 1}}) as host,
+        open_client(host) as admin,
+    ):
+        made = await admin.call({"type": "create_token", "tools": ["read", "bash"]})
+        async with open_client(host, token=made["data"]["token"]) as client:
+            refused = await client.call({"type": "create_session"})
+            assert refused["success"] is False
+            assert "Invalid setting sandboxCommand" in refused["error"]
+        assert (await admin.call({"type": "create_session"}))["success"] is True
