@@ -14,6 +14,7 @@ from pitrio.providers import default_catalogue, default_registry
 
 MODELS_JSON = Path(pitrio.providers.__file__).parent / "models.json"
 
+
 # APIs whose providers other engineers are building (issue 31, items 1-3). The lead removes
 # this list when their branches are merged; strict=True makes a forgotten entry fail.
 def models_by_api() -> dict[str, list[tuple[str, str]]]:
