@@ -7,6 +7,7 @@ provider (:mod:`._provider`) drives one call from the first to the second.
 
 from __future__ import annotations
 
+from pitrio._publish import publish as _publish
 from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER as ANTHROPIC_PROVIDER
 from pitrio.providers.anthropic._provider import register_anthropic as register_anthropic
 from pitrio.providers.anthropic._provider import stream_anthropic as stream_anthropic
@@ -22,3 +23,5 @@ __all__ = [
     "stream_anthropic",
     "stream_simple_anthropic",
 ]
+
+_publish(globals(), __all__)

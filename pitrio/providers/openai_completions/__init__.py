@@ -8,6 +8,7 @@ chunks into pi's assistant-message events); the provider (:mod:`._provider`) dri
 
 from __future__ import annotations
 
+from pitrio._publish import publish as _publish
 from pitrio.providers.openai_completions._compat import CompletionsCompat as CompletionsCompat
 from pitrio.providers.openai_completions._compat import UnknownPreset as UnknownPreset
 from pitrio.providers.openai_completions._compat import detect_compat as detect_compat
@@ -51,3 +52,5 @@ __all__ = [
     "stream_openai_completions",
     "stream_simple_openai_completions",
 ]
+
+_publish(globals(), __all__)
