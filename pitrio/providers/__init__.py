@@ -39,7 +39,6 @@ from pitrio.providers._events import ToolCallEndEvent as ToolCallEndEvent
 from pitrio.providers._events import ToolCallStartEvent as ToolCallStartEvent
 from pitrio.providers._events import final_message as final_message
 from pitrio.providers._events import is_terminal as is_terminal
-from pitrio.providers._google import register_google as register_google
 from pitrio.providers._http import HTTPStatusError as HTTPStatusError
 from pitrio.providers._http import InvalidStreamError as InvalidStreamError
 from pitrio.providers._http import current_http_client as current_http_client
@@ -87,17 +86,6 @@ from pitrio.providers._models import get_providers as get_providers
 from pitrio.providers._models import models_are_equal as models_are_equal
 from pitrio.providers._models import supported_thinking_levels as supported_thinking_levels
 from pitrio.providers._models import with_cost as with_cost
-from pitrio.providers._openai_responses import (
-    OPENAI_RESPONSES_PROVIDER as OPENAI_RESPONSES_PROVIDER,
-)
-from pitrio.providers._openai_responses import OpenAIResponsesOptions as OpenAIResponsesOptions
-from pitrio.providers._openai_responses import (
-    register_openai_responses as register_openai_responses,
-)
-from pitrio.providers._openai_responses import stream_openai_responses as stream_openai_responses
-from pitrio.providers._openai_responses import (
-    stream_simple_openai_responses as stream_simple_openai_responses,
-)
 from pitrio.providers._overflow import OVERFLOW_PATTERNS as OVERFLOW_PATTERNS
 from pitrio.providers._overflow import get_overflow_patterns as get_overflow_patterns
 from pitrio.providers._overflow import is_context_overflow as is_context_overflow
@@ -135,6 +123,7 @@ from pitrio.providers.faux import faux_text as faux_text
 from pitrio.providers.faux import faux_thinking as faux_thinking
 from pitrio.providers.faux import faux_tool_call as faux_tool_call
 from pitrio.providers.faux import register_faux_provider as register_faux_provider
+from pitrio.providers.google._provider import register_google as register_google
 from pitrio.providers.openai_completions._compat import (
     OPENAI_COMPATIBLE_PRESETS as OPENAI_COMPATIBLE_PRESETS,
 )
@@ -160,6 +149,21 @@ from pitrio.providers.openai_completions._provider import (
 )
 from pitrio.providers.openai_completions._provider import (
     stream_simple_openai_completions as stream_simple_openai_completions,
+)
+from pitrio.providers.openai_responses._provider import (
+    OPENAI_RESPONSES_PROVIDER as OPENAI_RESPONSES_PROVIDER,
+)
+from pitrio.providers.openai_responses._provider import (
+    register_openai_responses as register_openai_responses,
+)
+from pitrio.providers.openai_responses._provider import (
+    stream_openai_responses as stream_openai_responses,
+)
+from pitrio.providers.openai_responses._provider import (
+    stream_simple_openai_responses as stream_simple_openai_responses,
+)
+from pitrio.providers.openai_responses._request import (
+    OpenAIResponsesOptions as OpenAIResponsesOptions,
 )
 
 __all__ = [

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from pitrio.providers._google import google_provider
-from pitrio.providers._openai_responses import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers._registry import ApiProvider, ProviderRegistry
 from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER
 from pitrio.providers.azure import AZURE_OPENAI_RESPONSES_PROVIDER
 from pitrio.providers.bedrock import BEDROCK_PROVIDER
 from pitrio.providers.codex import OPENAI_CODEX_RESPONSES_PROVIDER
 from pitrio.providers.gemini_cli import GEMINI_CLI_PROVIDER
+from pitrio.providers.google._provider import google_provider
 from pitrio.providers.mistral import MISTRAL_PROVIDER
 from pitrio.providers.openai_completions._provider import OPENAI_COMPLETIONS_PROVIDER
+from pitrio.providers.openai_responses._provider import OPENAI_RESPONSES_PROVIDER
 from pitrio.providers.vertex import VERTEX_PROVIDER
 
 BUILTIN_SOURCE: Final = "pitrio:builtin"

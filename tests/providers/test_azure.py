@@ -38,7 +38,6 @@ from pitrio.providers import (
 )
 from pitrio.providers._builtins import register_builtin_providers
 from pitrio.providers._http import open_http_client
-from pitrio.providers._openai_responses import NO_FINAL_EVENT
 from pitrio.providers.azure import (
     AzureOptions,
     azure_url,
@@ -46,6 +45,7 @@ from pitrio.providers.azure import (
     parse_deployment_name_map,
     register_azure_openai_responses,
 )
+from pitrio.providers.openai_responses._request import NO_FINAL_EVENT
 
 from fixtures_openai_responses import (
     ENCRYPTED,

@@ -42,8 +42,8 @@ from pitrio.providers import (
 )
 from pitrio.providers._builtins import register_builtin_providers
 from pitrio.providers._http import open_http_client
-from pitrio.providers._openai_responses import NO_FINAL_EVENT
 from pitrio.providers.codex import codex_url, is_retryable, register_openai_codex_responses
+from pitrio.providers.openai_responses._request import NO_FINAL_EVENT
 
 from fixtures_codex import (
     ACCOUNT_ID,

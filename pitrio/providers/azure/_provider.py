@@ -18,7 +18,6 @@ from pitrio.providers._env_keys import get_env_api_key
 from pitrio.providers._events import DoneEvent
 from pitrio.providers._http import apply_on_payload, emit_failure, new_message_builder
 from pitrio.providers._messages import Context, Model, StreamOptions
-from pitrio.providers._openai_responses import read_responses_sse, simple_responses_options
 from pitrio.providers._registry import (
     ApiProvider,
     ProviderError,
@@ -33,6 +32,7 @@ from pitrio.providers.azure._request import (
     build_azure_params,
     resolve_deployment_name,
 )
+from pitrio.providers.openai_responses._provider import read_responses_sse, simple_responses_options
 
 __all__ = [
     "API",
@@ -93,7 +93,7 @@ async def stream_simple_azure_openai_responses(
 ) -> None:
     """Stream with the unified options (pi's ``streamSimpleAzureOpenAIResponses``).
 
-    As :func:`~pitrio.providers._openai_responses.simple_responses_options` maps them; the
+    As :func:`~pitrio.providers.openai_responses._provider.simple_responses_options` maps them; the
     Azure options in ``provider_options`` pass through.
     """
     simple = await simple_responses_options(model, options, out)

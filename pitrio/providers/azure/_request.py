@@ -30,12 +30,12 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import attrs
 
 from pitrio.providers._messages import Context, Model, StreamOptions
-from pitrio.providers._openai_responses import (
+from pitrio.providers._registry import ProviderError
+from pitrio.providers.openai_responses._request import (
     OpenAIResponsesOptions,
     convert_responses_messages,
     convert_responses_tools,
 )
-from pitrio.providers._registry import ProviderError
 
 __all__ = [
     "AZURE_TOOL_CALL_PROVIDERS",

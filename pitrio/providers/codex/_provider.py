@@ -10,7 +10,7 @@ sign-in through :class:`~pitrio.providers.credentials.CredentialStore`), else th
 environment key.
 
 Differences from pi 0.73.1, on purpose: a stream that ends without a final event is an error
-(:data:`~pitrio.providers._openai_responses.NO_FINAL_EVENT`), as for the other Responses
+(:data:`~pitrio.providers.openai_responses._request.NO_FINAL_EVENT`), as for the other Responses
 providers; see :mod:`._retry` for the retries.
 """
 
@@ -22,13 +22,6 @@ from pitrio.providers._env_keys import get_env_api_key
 from pitrio.providers._events import DoneEvent, StartEvent
 from pitrio.providers._http import apply_on_payload, emit_failure, new_message_builder
 from pitrio.providers._messages import Context, Model, StreamOptions
-from pitrio.providers._openai_responses import (
-    NO_FINAL_EVENT,
-    UNKNOWN_ERROR,
-    ResponsesStreamOptions,
-    simple_responses_options,
-    tier_pricing,
-)
 from pitrio.providers._registry import (
     ApiProvider,
     ProviderError,
@@ -45,6 +38,13 @@ from pitrio.providers.codex._request import (
 )
 from pitrio.providers.codex._retry import open_codex_sse
 from pitrio.providers.codex._stream import process_codex_stream
+from pitrio.providers.openai_responses._provider import simple_responses_options
+from pitrio.providers.openai_responses._reader import tier_pricing
+from pitrio.providers.openai_responses._request import (
+    NO_FINAL_EVENT,
+    UNKNOWN_ERROR,
+    ResponsesStreamOptions,
+)
 
 __all__ = [
     "API",
@@ -116,9 +116,9 @@ async def stream_simple_openai_codex_responses(
 ) -> None:
     """Stream with the unified options (pi's ``streamSimpleOpenAICodexResponses``).
 
-    As :func:`~pitrio.providers._openai_responses.simple_responses_options` maps them (pi sends
-    no ``max_output_tokens`` to Codex, so the capped default only shows in ``on_payload``'s
-    view of the options, never on the wire).
+    As :func:`~pitrio.providers.openai_responses._provider.simple_responses_options` maps them
+    (pi sends no ``max_output_tokens`` to Codex, so the capped default only shows in
+    ``on_payload``'s view of the options, never on the wire).
     """
     simple = await simple_responses_options(model, options, out)
     if simple is not None:

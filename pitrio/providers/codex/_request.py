@@ -32,13 +32,13 @@ import attrs
 
 import pitrio
 from pitrio.providers._messages import Context, Model, StreamOptions
-from pitrio.providers._openai_responses import (
+from pitrio.providers._registry import ProviderError
+from pitrio.providers.credentials import openai_codex_account_id
+from pitrio.providers.openai_responses._request import (
     OpenAIResponsesOptions,
     convert_responses_messages,
     convert_responses_tools,
 )
-from pitrio.providers._registry import ProviderError
-from pitrio.providers.credentials import openai_codex_account_id
 
 __all__ = [
     "CODEX_TOOL_CALL_PROVIDERS",

@@ -23,11 +23,12 @@ import orjson
 
 from pitrio.providers._http import sse_json
 from pitrio.providers._messages import Model
-from pitrio.providers._openai_responses import ResponsesEventReader, ResponsesStreamOptions
 from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import ProviderError
 from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
+from pitrio.providers.openai_responses._reader import ResponsesEventReader
+from pitrio.providers.openai_responses._request import ResponsesStreamOptions
 
 __all__ = ["CODEX_RESPONSE_STATUSES", "CodexApiError", "process_codex_stream"]
 

@@ -7,14 +7,6 @@ from typing import Final
 
 import attrs
 
-from pitrio.providers._google import (
-    GoogleEndpoint,
-    GoogleOptions,
-    request_headers,
-    run_google_stream,
-    simple_max_tokens,
-    simple_thinking,
-)
 from pitrio.providers._messages import Context, Model, StreamOptions
 from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
 from pitrio.providers._stream import AssistantMessageEventStream
@@ -24,6 +16,14 @@ from pitrio.providers.gemini_cli._request import (
     resolve_credentials,
     unwrap_response,
     wrap_request,
+)
+from pitrio.providers.google._provider import run_google_stream
+from pitrio.providers.google._request import (
+    GoogleEndpoint,
+    GoogleOptions,
+    request_headers,
+    simple_max_tokens,
+    simple_thinking,
 )
 
 

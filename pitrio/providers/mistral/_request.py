@@ -43,9 +43,9 @@ from pitrio.providers._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pitrio.providers._openai_responses import short_hash
 from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers._transform import transform_messages
+from pitrio.providers.openai_responses._request import short_hash
 
 API: Final = "mistral-conversations"
 """The wire API id of Mistral's native chat API."""

@@ -6,18 +6,18 @@ from typing import Final
 
 import attrs
 
-from pitrio.providers._google import (
+from pitrio.providers._messages import Context, Model, StreamOptions
+from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
+from pitrio.providers._stream import AssistantMessageEventStream
+from pitrio.providers.google._provider import run_google_stream
+from pitrio.providers.google._request import (
     EndpointResolver,
     GoogleEndpoint,
     GoogleOptions,
     request_headers,
-    run_google_stream,
     simple_max_tokens,
     simple_thinking,
 )
-from pitrio.providers._messages import Context, Model, StreamOptions
-from pitrio.providers._registry import ApiProvider, ProviderRegistry, default_registry
-from pitrio.providers._stream import AssistantMessageEventStream
 from pitrio.providers.vertex._auth import AdcTokenSource, default_token_source
 from pitrio.providers.vertex._request import (
     API,

@@ -2,7 +2,7 @@
 
 pi 0.73.1 reaches Vertex through the ``@google/genai`` SDK (``vertexai: true``, API version
 ``v1``); pitrio writes the SDK's URLs itself and sends the Gemini codec's body
-(:func:`pitrio.providers._google.build_request_body`) to
+(:func:`pitrio.providers.google._request.build_request_body`) to
 ``{host}/v1/projects/{project}/locations/{location}/publishers/google/models/{model}
 :streamGenerateContent?alt=sse``.
 
