@@ -78,6 +78,12 @@ class Editor:
         self.row = len(self.lines) - 1
         self.col = len(self.lines[-1])
 
+    def replace_line(self, line: str) -> None:
+        """Replace the cursor's line (undoable; the cursor column is kept where possible)."""
+        self._snapshot()
+        self.lines[self.row] = line
+        self.col = min(self.col, len(line))
+
     def expanded_text(self) -> str:
         """The text with paste markers replaced by what was pasted."""
 
