@@ -24,7 +24,8 @@ import trio
 import pitrio
 
 if TYPE_CHECKING:
-    from pitrio.cli._setup import CliArgs, PickSession
+    from pitrio.cli._sessions_cli import PickSession
+    from pitrio.cli._setup import CliArgs
 
 __all__ = [
     "HeldStderr",
@@ -149,7 +150,8 @@ async def run_interactive_session(
     from pitrio.tui import AppConfig, InteractiveApp, Keybindings, open_terminal
 
     runtime = await discover_resources(runtime)
-    file_text, images = "", ()
+    file_text: str = ""
+    images: tuple[Any, ...] = ()
     if args.file_args:
         try:
             files = await run_file_work(
@@ -262,4 +264,3 @@ def stdout_is_terminal(out: Any) -> bool:
         return bool(out.isatty())
     except (AttributeError, ValueError):
         return False
-

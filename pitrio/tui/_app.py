@@ -19,6 +19,7 @@ Tasks (one nursery, :meth:`InteractiveApp.run`):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import time
@@ -192,9 +193,7 @@ class InteractiveApp:
         finally:
             self._nursery = None
             # The last state on screen, and the shell's prompt on a line of its own.
-            with trio.CancelScope(shield=True):
-                frame = self._frame()
-                self.terminal.write_now(frame + "\r\n")
+            self.terminal.write_now(self._frame() + "\r\n")
         return self.exit_code
 
     def quit(self, code: int = 0) -> None:
@@ -312,7 +311,7 @@ class InteractiveApp:
     def _supports_thinking(self) -> bool:
         try:
             return bool(self.session.supports_thinking())
-        except Exception:  # noqa: BLE001 - a footer must not break the screen
+        except Exception:
             return False
 
     def _render_footer(self, width: int) -> list[str]:
@@ -444,8 +443,10 @@ class InteractiveApp:
         elif role == "custom":
             if getattr(message, "display", False):
                 content = message.content
-                text = content if isinstance(content, str) else "".join(
-                    getattr(b, "text", "") for b in content
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else "".join(getattr(b, "text", "") for b in content)
                 )
                 self.chat.add(SummaryView(theme, f"[{message.custom_type}]", text))
         elif role == "compactionSummary":
@@ -499,9 +500,9 @@ class InteractiveApp:
         if kind == "message_start":
             self._add_message(event.message, live=True)
         elif kind == "message_update":
-            view = self._assistant
-            if view is not None:
-                view.update(event.message)
+            assistant = self._assistant
+            if assistant is not None:
+                assistant.update(event.message)
                 sub = getattr(event.assistant_message_event, "type", "")
                 if sub.startswith("toolcall"):
                     self._sync_tool_calls(event.message)
@@ -514,22 +515,22 @@ class InteractiveApp:
             elif isinstance(message, ToolResultMessage):
                 self._add_message(message, live=True)
         elif kind == "tool_execution_start":
-            view = self._tools.get(event.tool_call_id)
-            if view is None:
-                view = self._tools[event.tool_call_id] = ToolView(
+            tool = self._tools.get(event.tool_call_id)
+            if tool is None:
+                tool = self._tools[event.tool_call_id] = ToolView(
                     self.theme, event.tool_call_id, event.tool_name, event.args
                 )
-                self.chat.add(view)
-            view.status = "running"
-            view.invalidate()
+                self.chat.add(tool)
+            tool.status = "running"
+            tool.invalidate()
         elif kind == "tool_execution_update":
-            view = self._tools.get(event.tool_call_id)
-            if view is not None:
-                view.set_result(event.partial_result, is_error=None, partial=True)
+            tool = self._tools.get(event.tool_call_id)
+            if tool is not None:
+                tool.set_result(event.partial_result, is_error=None, partial=True)
         elif kind == "tool_execution_end":
-            view = self._tools.get(event.tool_call_id)
-            if view is not None:
-                view.set_result(event.result, is_error=event.is_error)
+            tool = self._tools.get(event.tool_call_id)
+            if tool is not None:
+                tool.set_result(event.result, is_error=event.is_error)
         elif kind == "agent_start":
             self.working = True
         elif kind == "agent_end":
@@ -742,10 +743,10 @@ class InteractiveApp:
         send = self._bash_send
 
         def on_chunk(chunk: str) -> None:
-            try:
+            # When the app is behind, the live view skips the chunk; the final output is
+            # shown whole.
+            with contextlib.suppress(trio.WouldBlock):
                 send.send_nowait((view, chunk))
-            except trio.WouldBlock:
-                pass  # the live view skips it; the final output is shown whole
 
         try:
             result = await self.session.execute_bash(
@@ -844,14 +845,14 @@ class InteractiveApp:
 
     # ------------------------------------------------------------------ dialogs
 
-    async def show_dialog(self, dialog: Dialog, timeout: float | None = None) -> Any:
-        """Show ``dialog`` in the editor's place until it is answered (or ``timeout``
+    async def show_dialog(self, dialog: Dialog, time_limit: float | None = None) -> Any:
+        """Show ``dialog`` in the editor's place until it is answered (or ``time_limit``
         seconds pass: ``None``); one dialog at a time."""
         async with self._dialog_lock:
             self.dialog = dialog
             self.request_render()
             try:
-                with trio.move_on_after(timeout if timeout is not None else math.inf):
+                with trio.move_on_after(time_limit if time_limit is not None else math.inf):
                     await dialog.done.wait()
             finally:
                 self.dialog = None
@@ -874,4 +875,3 @@ class InteractiveApp:
                     self.terminal.enter_raw()
                     self.renderer.reset()
                     self.request_render()
-

@@ -88,7 +88,11 @@ class CommandRunner:
         self.app.notify(text)
 
     async def _select(
-        self, title: str, options: list[str], descriptions: list[str] | None = None, selected: int = 0
+        self,
+        title: str,
+        options: list[str],
+        descriptions: list[str] | None = None,
+        selected: int = 0,
     ) -> int | None:
         app = self.app
         dialog = SelectDialog(
@@ -97,7 +101,9 @@ class CommandRunner:
         result: int | None = await app.show_dialog(dialog)
         return result
 
-    async def _ask(self, title: str, placeholder: str | None = None, prefill: str = "") -> str | None:
+    async def _ask(
+        self, title: str, placeholder: str | None = None, prefill: str = ""
+    ) -> str | None:
         app = self.app
         result: str | None = await app.show_dialog(
             InputDialog(app.theme, app.keys, title, placeholder, prefill)
@@ -209,7 +215,10 @@ class CommandRunner:
                 assistant += 1
                 usage = message.usage
                 inp, out = inp + usage.input, out + usage.output
-                cache_read, cache_write = cache_read + usage.cache_read, cache_write + usage.cache_write
+                cache_read, cache_write = (
+                    cache_read + usage.cache_read,
+                    cache_write + usage.cache_write,
+                )
                 cost += usage.cost.total
             elif getattr(message, "role", None) == "toolResult":
                 tools += 1
@@ -266,9 +275,7 @@ class CommandRunner:
             self._info("No other sessions in this directory")
             return
         labels = [(s.name or s.first_message).replace("\n", " ")[:200] for s in sessions]
-        details = [
-            f"{s.modified:%Y-%m-%d %H:%M} · {s.message_count} messages" for s in sessions
-        ]
+        details = [f"{s.modified:%Y-%m-%d %H:%M} · {s.message_count} messages" for s in sessions]
         index = await self._select("Resume session", labels, details)
         if index is None:
             return

@@ -21,7 +21,9 @@ __all__ = [
 
 MAX_FILES: Final = 20000
 MAX_ITEMS: Final = 8
-_SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache"})
+_SKIP_DIRS: Final = frozenset(
+    {".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache"}
+)
 
 
 @attrs.frozen

@@ -17,7 +17,6 @@ from pitrio.providers import (
     ImageContent,
     TextContent,
     ThinkingContent,
-    ToolCall,
 )
 from pitrio.tui._markdown import MarkdownRenderer, MarkdownView
 from pitrio.tui._text import truncate, visible_width, wrap
@@ -207,7 +206,9 @@ class AssistantView:
         elif stop == "error":
             error = getattr(message, "error_message", None) or "Unknown error"
             lines.append("")
-            lines.extend(" " + theme.fg("error", row) for row in wrap_text(f"Error: {error}", inner))
+            lines.extend(
+                " " + theme.fg("error", row) for row in wrap_text(f"Error: {error}", inner)
+            )
         return lines
 
 
@@ -291,7 +292,7 @@ class ToolView(_Cached):
                 rows.append(theme.fg("muted", note))
             token = "error" if self.status == "error" else "toolOutput"
             for line in shown:
-                for row in (wrap_text(line, inner) if self.expanded else [truncate(line, inner)]):
+                for row in wrap_text(line, inner) if self.expanded else [truncate(line, inner)]:
                     rows.append(theme.fg(token, row))
         return ["", *(theme.bg(bg, " " + _pad(row, inner) + " ") for row in rows)]
 

@@ -153,7 +153,9 @@ class Editor:
         if not text:
             return
         if self._last_was_kill and self._kill_ring:
-            self._kill_ring[-1] = text + self._kill_ring[-1] if backward else self._kill_ring[-1] + text
+            self._kill_ring[-1] = (
+                text + self._kill_ring[-1] if backward else self._kill_ring[-1] + text
+            )
         else:
             self._kill_ring.append(text)
             del self._kill_ring[:-KILL_RING_SIZE]

@@ -28,6 +28,11 @@ class TuiExtensionUI:
         self._app: InteractiveApp | None = None
         self._pending: list[Callable[[InteractiveApp], None]] = []
 
+    @property
+    def app(self) -> InteractiveApp | None:
+        """The app answering, if it is up."""
+        return self._app
+
     def attach(self, app: InteractiveApp | None) -> None:
         """Answer through ``app`` from now on (``None``: the app is gone)."""
         self._app = app
@@ -81,9 +86,7 @@ class TuiExtensionUI:
         app = self._app
         if app is None:
             return None
-        answer = await app.show_dialog(
-            InputDialog(app.theme, app.keys, title, None, prefill or "")
-        )
+        answer = await app.show_dialog(InputDialog(app.theme, app.keys, title, None, prefill or ""))
         return answer if isinstance(answer, str) else None
 
     def notify(self, message: str, type: str = "info") -> None:

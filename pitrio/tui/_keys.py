@@ -233,7 +233,7 @@ class KeyParser:
             if consumed == 0:
                 break  # incomplete: wait for more input
             i += consumed
-            if event == "paste":
+            if isinstance(event, str):
                 self._paste = []
             elif event is not None:
                 events.append(event)

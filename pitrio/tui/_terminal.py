@@ -75,7 +75,7 @@ class Terminal:
     def enter_raw(self) -> None:
         """Raw mode and the terminal features on (idempotent)."""
         if self._saved is not None:
-            termios.tcsetattr(self.fd_in, termios.TCSANOW, raw_attributes(self._saved))
+            termios.tcsetattr(self.fd_in, termios.TCSANOW, raw_attributes(self._saved))  # type: ignore[arg-type]
         self.write_now(TERMINAL_SETUP)
         self._raw = True
 
@@ -88,7 +88,7 @@ class Terminal:
             self.write_now(TERMINAL_TEARDOWN)
         finally:
             if self._saved is not None:
-                termios.tcsetattr(self.fd_in, termios.TCSADRAIN, self._saved)
+                termios.tcsetattr(self.fd_in, termios.TCSADRAIN, self._saved)  # type: ignore[arg-type]
 
     def write_now(self, data: str) -> None:
         """Write ``data`` before returning (blocking; for setup and teardown)."""

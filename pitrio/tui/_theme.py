@@ -94,7 +94,9 @@ _LIGHT: Final[dict[str, str | int]] = {
 BUILTIN_THEMES: Final = {"dark": _DARK, "light": _LIGHT}
 
 
-def _rgb(value: str | int, vars: Mapping[str, Any], token: str) -> tuple[int, int, int] | int | None:
+def _rgb(
+    value: str | int, vars: Mapping[str, Any], token: str
+) -> tuple[int, int, int] | int | None:
     seen = 0
     while isinstance(value, str) and value in vars and seen < 16:
         value, seen = vars[value], seen + 1

@@ -18,7 +18,9 @@ def parse(*chunks: bytes, flush: bool = False) -> list[Key | Paste]:
 
 
 def names(*chunks: bytes, flush: bool = False) -> list[str]:
-    return [e.name if isinstance(e, Key) else f"paste:{e.text}" for e in parse(*chunks, flush=flush)]
+    return [
+        e.name if isinstance(e, Key) else f"paste:{e.text}" for e in parse(*chunks, flush=flush)
+    ]
 
 
 def test_plain_text_types_characters() -> None:

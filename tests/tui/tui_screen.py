@@ -10,7 +10,6 @@ class Screen:
 
     def __init__(self, columns: int = 80, rows: int = 24) -> None:
         self.screen = pyte.HistoryScreen(columns, rows, history=10000)
-        self.screen.set_mode(pyte.modes.LNM)  # noqa: F841 - \n alone also returns (as OPOST)
         self.stream = pyte.ByteStream(self.screen)
 
     def feed(self, data: bytes | str) -> None:

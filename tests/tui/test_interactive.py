@@ -1,0 +1,127 @@
+"""The interactive mode driven through a pseudo-terminal, read with a terminal emulator."""
+
+from __future__ import annotations
+
+import os
+import signal
+import termios
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from tui_harness import open_tui, set_size
+
+ANSWER = "The answer is forty-two, said the model after some thought."
+
+pytestmark = pytest.mark.usefixtures("autojump_clock")
+
+
+async def test_typing_and_submitting_shows_the_answer_once_and_in_order(tmp_path: Path) -> None:
+    script = ["First answer, with **bold** words.", "Second answer follows."]
+    async with open_tui(tmp_path, script) as tui:
+        tui.type("hello pitrio")
+        await tui.wait_for("hello pitrio")
+        tui.type("\r")
+        await tui.wait_for("First answer")
+        tui.type("and again\r")
+        await tui.wait_for("Second answer follows.")
+        transcript = tui.transcript()
+    assert transcript.count("First answer, with bold words.") == 1
+    assert transcript.count("Second answer follows.") == 1
+    order = [transcript.index(t) for t in ("hello pitrio", "First answer", "and again", "Second")]
+    assert order == sorted(order)
+    assert tui.user_texts() == ["hello pitrio", "and again"]
+
+
+async def test_a_streamed_answer_arrives_whole_and_once(tmp_path: Path) -> None:
+    """Paced at 20 tokens per (virtual) second, a long answer is shown once, in order."""
+    words = " ".join(f"word{i:03d}" for i in range(120))
+    async with open_tui(tmp_path, [words], speed=20, columns=60, rows=12) as tui:
+        tui.type("go\r")
+        await tui.wait_for(lambda: "word119" in tui.transcript() and "Working" not in tui.text())
+        transcript = tui.transcript()
+    found = [transcript.count(f"word{i:03d}") for i in range(120)]
+    assert found == [1] * 120
+    positions = [transcript.index(f"word{i:03d}") for i in range(120)]
+    assert positions == sorted(positions)
+
+
+async def test_steering_while_streaming_is_delivered_after_the_turn(tmp_path: Path) -> None:
+    long = " ".join(["streaming"] * 60)
+    script = [long, "Steered reply."]
+    async with open_tui(tmp_path, script, speed=10) as tui:
+        tui.type("start\r")
+        await tui.wait_for("Working...")
+        tui.type("change course\r")
+        await tui.wait_for("Steered reply.")
+        await tui.wait_for(lambda: "Working" not in tui.text())
+    assert tui.user_texts() == ["start", "change course"]
+    assert tui.roles() == ["user", "assistant", "user", "assistant"]
+
+
+async def test_alt_enter_queues_a_follow_up(tmp_path: Path) -> None:
+    script = [" ".join(["busy"] * 40), "Follow-up reply."]
+    async with open_tui(tmp_path, script, speed=10) as tui:
+        tui.type("start\r")
+        await tui.wait_for("Working...")
+        tui.type("later please\x1b\r")  # alt+enter
+        await tui.wait_for("Follow-up: later please")
+        await tui.wait_for("Follow-up reply.")
+    assert tui.user_texts() == ["start", "later please"]
+
+
+async def test_escape_aborts_and_puts_queued_messages_back(tmp_path: Path) -> None:
+    script = [" ".join(["slow"] * 200), "never used"]
+    async with open_tui(tmp_path, script, speed=5) as tui:
+        tui.type("start\r")
+        await tui.wait_for("Working...")
+        tui.type("queued one\x1b\r")
+        await tui.wait_for("Follow-up: queued one")
+        tui.type("\x1b")
+        await tui.wait_for("Operation aborted")
+        await tui.wait_for(lambda: "Follow-up:" not in tui.text())
+        editor_rows = tui.text()
+        assert "queued one" in editor_rows.split("Operation aborted")[1]
+    assert tui.user_texts() == ["start"]
+    assert tui.roles() == ["user", "assistant"]
+
+
+async def test_resize_mid_stream_redraws_at_the_new_width(tmp_path: Path) -> None:
+    words = " ".join(f"w{i:02d}" for i in range(80))
+    async with open_tui(tmp_path, [words], speed=10, columns=80, rows=20) as tui:
+        tui.type("go\r")
+        await tui.wait_for("w10")
+        set_size(tui.slave, 40, 20)
+        tui.screen.resize(40, 20)
+        os.kill(os.getpid(), signal.SIGWINCH)
+        await tui.wait_for(lambda: "w79" in tui.text() and "Working" not in tui.text())
+        shown = tui.text()
+    assert all(len(line) <= 40 for line in shown.split("\n"))
+    assert "─" * 40 in shown
+
+
+async def test_a_crash_inside_a_component_restores_the_terminal(tmp_path: Path) -> None:
+    """An exception while rendering ends the UI, and the terminal's attributes are exactly
+    what they were before it started."""
+
+    class Boom:
+        def render(self, width: int) -> list[str]:
+            raise RuntimeError("component failed")
+
+    with pytest.raises(BaseException) as caught:  # noqa: PT011 - checked below
+        async with open_tui(tmp_path, ["x"]) as tui:
+            assert not termios.tcgetattr(tui.slave)[3] & termios.ECHO  # raw mode is on
+            tui.app.chat.add(Boom())
+            tui.app.request_render()
+            await tui.wait_exit()
+    assert "component failed" in repr(caught.value)
+    assert tui.final_attrs == tui.original_attrs
+    assert tui.raw_output.endswith(b"\x1b[?2004l\x1b[<u\x1b[?25h")
+
+
+async def test_quitting_restores_the_terminal(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("/quit\r")
+        assert await tui.wait_exit() == 0
+    assert tui.final_attrs == tui.original_attrs
