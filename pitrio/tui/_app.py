@@ -245,7 +245,10 @@ class InteractiveApp:
             if data:
                 await self.terminal.write(data)
                 self.stats.last_frame_at = trio.current_time()
-            await trio.sleep_until(started + FRAME_INTERVAL)
+            # At most one frame per interval, and never more than half the time spent
+            # rendering: the session's own work (the stream) keeps the other half.
+            elapsed = trio.current_time() - started
+            await trio.sleep_until(started + max(FRAME_INTERVAL, 2 * elapsed))
 
     async def _spinner_loop(self) -> None:
         while True:

@@ -40,6 +40,8 @@ __all__ = [
 SYNC_START: Final = "\x1b[?2026h"
 SYNC_END: Final = "\x1b[?2026l"
 CLEAR_ALL: Final = "\x1b[3J\x1b[2J\x1b[H"
+FIT_CACHE: Final = 50_000
+"""Lines whose fitted form is remembered (most lines are the same from frame to frame)."""
 """Clear the scrollback, the screen, and go home."""
 
 
@@ -98,6 +100,8 @@ class Renderer:
         self._height = 0
         self._cursor = 0  # the line the cursor is on
         self._fresh = True
+        self._fit_cache: dict[str, str] = {}
+        self._fit_width = 0
         self.frames = 0
         self.full_frames = 0
 
@@ -117,7 +121,16 @@ class Renderer:
     def frame(self, lines: Sequence[str], width: int, height: int) -> Frame:
         """The write that shows ``lines`` on a ``width`` x ``height`` terminal; afterwards
         the renderer assumes it was written."""
-        lines = [_fit(line, width) for line in lines]
+        if width != self._fit_width or len(self._fit_cache) > FIT_CACHE:
+            self._fit_cache, self._fit_width = {}, width
+        cache = self._fit_cache
+        fitted: list[str] = []
+        for line in lines:
+            done = cache.get(line)
+            if done is None:
+                done = cache[line] = _fit(line, width)
+            fitted.append(done)
+        lines = fitted
         previous = self._lines
         if self._fresh:
             self._fresh = False

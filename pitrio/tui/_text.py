@@ -43,7 +43,7 @@ def visible_width(text: str) -> int:
     """Cells ``text`` takes on one line of a terminal."""
     plain = strip_ansi(text) if "\x1b" in text else text
     if plain.isascii():
-        return sum(1 for c in plain if c >= " ")
+        return len(plain) if plain.isprintable() else sum(1 for c in plain if c >= " ")
     return sum(char_width(c) for c in plain)
 
 

@@ -8,8 +8,6 @@ import termios
 from pathlib import Path
 
 import pytest
-import trio
-import trio.testing
 from tui_harness import open_tui, set_size
 
 ANSWER = "The answer is forty-two, said the model after some thought."
@@ -109,7 +107,7 @@ async def test_a_crash_inside_a_component_restores_the_terminal(tmp_path: Path) 
         def render(self, width: int) -> list[str]:
             raise RuntimeError("component failed")
 
-    with pytest.raises(BaseException) as caught:  # noqa: PT011 - checked below
+    with pytest.raises(BaseException) as caught:
         async with open_tui(tmp_path, ["x"]) as tui:
             assert not termios.tcgetattr(tui.slave)[3] & termios.ECHO  # raw mode is on
             tui.app.chat.add(Boom())
