@@ -1,0 +1,243 @@
+"""The interactive mode's commands, keys and extension dialogs, through a pty."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from tui_harness import open_tui
+
+
+pytestmark = pytest.mark.usefixtures("autojump_clock")
+
+EXTENSION = """
+async def pick(args, ctx):
+    choice = await ctx.ui.select("Pick one", ["alpha", "beta", "gamma"])
+    sure = await ctx.ui.confirm("Really?", "Keep " + str(choice) + "?")
+    name = await ctx.ui.input("Your name", "type here")
+    ctx.ui.set_status("ext", "status-from-ext")
+    ctx.ui.set_widget("w", ["widget line one"])
+    ctx.ui.notify(f"picked {choice} sure={sure} name={name}")
+
+
+def register(pi):
+    pi.register_command("pick", pick, description="pick something")
+"""
+
+
+async def test_extension_dialogs_status_and_widget(tmp_path: Path) -> None:
+    extension = tmp_path / "ext.py"
+    extension.write_text(EXTENSION)
+    async with open_tui(tmp_path, [], "-e", str(extension)) as tui:
+        tui.type("/pick\r")
+        await tui.wait_for("Pick one")
+        assert "→ alpha" in tui.text()
+        tui.type("\x1b[B")  # down
+        await tui.wait_for("→ beta")
+        tui.type("\r")
+        await tui.wait_for("Keep beta?")
+        tui.type("y")
+        await tui.wait_for("Your name")
+        tui.type("Ada\r")
+        await tui.wait_for("picked beta sure=True name=Ada")
+        screen = tui.text()
+    assert "status-from-ext" in screen
+    assert "widget line one" in screen
+
+
+async def test_cancelled_dialog_answers_none(tmp_path: Path) -> None:
+    extension = tmp_path / "ext.py"
+    extension.write_text(EXTENSION)
+    async with open_tui(tmp_path, [], "-e", str(extension)) as tui:
+        tui.type("/pick\r")
+        await tui.wait_for("Pick one")
+        tui.type("\x1b")
+        await tui.wait_for("Keep None?")
+        tui.type("n")
+        await tui.wait_for("Your name")
+        tui.type("\x1b")
+        await tui.wait_for("picked None sure=False name=None")
+
+
+async def test_name_and_session_info(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["Hi."]) as tui:
+        tui.type("hello\r")
+        await tui.wait_for("Hi.")
+        tui.type("/name my work\r")
+        await tui.wait_for("• my work")
+        tui.type("/session\r")
+        await tui.wait_for("Name: my work")
+        screen = tui.transcript()
+    (path,) = tui.session_files()
+    assert "Messages: 1 user, 1 assistant, 0 tool results" in screen
+    assert path.name in screen.replace("\n", "")
+
+
+async def test_model_selector_searches(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("/model\r")
+        await tui.wait_for("Select model")
+        assert "→ faux/faux-1" in tui.text()
+        tui.type("zzzz")
+        await tui.wait_for("(no matches)")
+        tui.type("\x7f\x7f\x7f\x7ffaux")
+        await tui.wait_for("→ faux/faux-1")
+        tui.type("\r")
+        await tui.wait_for("Model: faux/faux-1")
+
+
+async def test_shell_command_is_shown_and_recorded(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("!echo out-of-shell\r")
+        await tui.wait_for("out-of-shell\n")
+        await tui.wait_for(lambda: "running..." not in tui.text())
+        assert "! echo out-of-shell" in tui.text()
+        # (A session holding no answer yet is not written to its file: as pi, it waits.)
+        messages = list(tui.app.session.messages)
+    assert [m.role for m in messages] == ["bashExecution"]
+    assert messages[0].output.strip() == "out-of-shell"
+
+
+async def test_slash_completion_and_tab(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("/hot")
+        await tui.wait_for("→ /hotkeys")
+        tui.type("\t")
+        await tui.wait_for(lambda: "→ /hotkeys" not in tui.text())
+        assert "\n/hotkeys\n" in tui.text()
+        tui.type("\r")
+        await tui.wait_for("Cycle thinking level")
+
+
+async def test_file_reference_completion(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "src").mkdir()
+    (tmp_path / "project" / "src" / "notes_file.txt").write_text("x")
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("look at @notes")
+        await tui.wait_for("src/notes_file.txt")
+        tui.type("\t")
+        await tui.wait_for("look at @src/notes_file.txt")
+
+
+async def test_tab_completes_a_path(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "unique_folder").mkdir()
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("cd uniq\t")
+        await tui.wait_for("cd unique_folder/")
+
+
+async def test_large_paste_is_a_marker_and_sent_whole(tmp_path: Path) -> None:
+    pasted = "\n".join(f"pasted line {i}" for i in range(30))
+    async with open_tui(tmp_path, ["Got it."]) as tui:
+        tui.type(b"\x1b[200~" + pasted.encode() + b"\x1b[201~")
+        await tui.wait_for("[paste #1 +30 lines]")
+        tui.type("\r")
+        await tui.wait_for("Got it.")
+    assert tui.user_texts() == [pasted]
+
+
+async def test_ctrl_o_expands_tool_output(tmp_path: Path) -> None:
+    script = [
+        {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "seq 1 12"}}]},
+        "Counted.",
+    ]
+    async with open_tui(tmp_path, script, rows=40) as tui:
+        tui.type("count\r")
+        await tui.wait_for("Counted.")
+        assert "earlier lines, ctrl+o to expand" in tui.text()
+        assert "\n 3\n" not in tui.text()
+        tui.type("\x0f")  # ctrl+o
+        await tui.wait_for(lambda: "earlier lines" not in tui.text())
+        assert all(f"\n {i}" in tui.text() for i in range(1, 13))
+
+
+async def test_ctrl_t_shows_thinking(tmp_path: Path) -> None:
+    script = [
+        {
+            "content": [
+                {"type": "thinking", "thinking": "secret deliberation"},
+                {"type": "text", "text": "Visible answer."},
+            ]
+        }
+    ]
+    async with open_tui(tmp_path, script) as tui:
+        tui.type("think\r")
+        await tui.wait_for("Visible answer.")
+        assert "Thinking..." in tui.text() and "secret deliberation" not in tui.text()
+        tui.type("\x14")  # ctrl+t
+        await tui.wait_for("secret deliberation")
+
+
+async def test_an_error_answer_is_shown(tmp_path: Path) -> None:
+    script = [{"content": "", "stopReason": "error", "errorMessage": "model exploded"}]
+    async with open_tui(tmp_path, script) as tui:
+        tui.type("go\r")
+        await tui.wait_for("Error: model exploded")
+
+
+async def test_new_session_clears_the_chat(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["First."]) as tui:
+        tui.type("hello\r")
+        await tui.wait_for("First.")
+        tui.type("/new\r")
+        await tui.wait_for("New session started")
+        assert "First." not in tui.text()
+
+
+async def test_copy_writes_osc52(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["Copy me."]) as tui:
+        tui.type("hello\r")
+        await tui.wait_for("Copy me.")
+        tui.type("/copy\r")
+        await tui.wait_for("Copied the last assistant message")
+    encoded = base64.b64encode(b"Copy me.")
+    assert b"\x1b]52;c;" + encoded + b"\x07" in tui.raw_output
+
+
+async def test_export_writes_html(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["Exported answer."]) as tui:
+        tui.type("hello\r")
+        await tui.wait_for("Exported answer.")
+        tui.type("/export out.html\r")
+        await tui.wait_for("Exported to:")
+    page = tmp_path / "project" / "out.html"
+    assert "Exported answer." in page.read_text()
+
+
+async def test_ctrl_c_clears_then_twice_quits(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("some draft")
+        await tui.wait_for("some draft")
+        tui.type("\x03")
+        await tui.wait_for(lambda: "some draft" not in tui.text())
+        assert not tui.finished.is_set()
+        tui.type("\x03")
+        assert await tui.wait_exit() == 0
+
+
+async def test_editor_history_with_up(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["One.", "Two."]) as tui:
+        tui.type("first prompt\r")
+        await tui.wait_for("One.")
+        tui.type("\x1b[A")
+        await tui.wait_for(lambda: tui.text().count("first prompt") == 2)
+
+
+async def test_keybindings_json_rebinds_an_action(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "keybindings.json").write_text(json.dumps({"app.tools.expand": "ctrl+x"}))
+    script = [
+        {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "seq 1 12"}}]},
+        "Counted.",
+    ]
+    async with open_tui(tmp_path, script, rows=40) as tui:
+        tui.type("count\r")
+        await tui.wait_for("Counted.")
+        tui.type("\x0f")  # ctrl+o is no longer bound
+        tui.type("\x18")  # ctrl+x expands
+        await tui.wait_for(lambda: "earlier lines" not in tui.text())
