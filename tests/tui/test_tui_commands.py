@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from tui_harness import open_tui
 
-
 pytestmark = pytest.mark.usefixtures("autojump_clock")
 
 EXTENSION = """
