@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
 
@@ -18,10 +18,8 @@ from pitrio._exceptions import PitrioError
 from pitrio.providers import AssistantMessage, TextContent, UserMessage
 from pitrio.tui._components import format_tokens
 from pitrio.tui._dialogs import InputDialog, SelectDialog
+from pitrio.tui._host import AppHost
 from pitrio.tui._theme import Theme
-
-if TYPE_CHECKING:
-    from pitrio.tui._app import InteractiveApp
 
 __all__ = ["COMMANDS", "CommandRunner"]
 
@@ -59,7 +57,7 @@ def _text_of(message: Any) -> str:
 class CommandRunner:
     """Runs the app's commands (module docstring)."""
 
-    def __init__(self, app: InteractiveApp) -> None:
+    def __init__(self, app: AppHost) -> None:
         self.app = app
         self._handlers: dict[str, Callable[[str], Awaitable[None]]] = {
             name: getattr(self, f"_{name}") for name in COMMANDS

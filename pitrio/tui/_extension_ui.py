@@ -11,12 +11,9 @@ when nobody answered in time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from pitrio.tui._dialogs import ConfirmDialog, InputDialog, SelectDialog
-
-if TYPE_CHECKING:
-    from pitrio.tui._app import InteractiveApp
+from pitrio.tui._host import AppHost
 
 __all__ = ["TuiExtensionUI"]
 
@@ -25,15 +22,15 @@ class TuiExtensionUI:
     """``ctx.ui`` for the interactive mode (module docstring)."""
 
     def __init__(self) -> None:
-        self._app: InteractiveApp | None = None
-        self._pending: list[Callable[[InteractiveApp], None]] = []
+        self._app: AppHost | None = None
+        self._pending: list[Callable[[AppHost], None]] = []
 
     @property
-    def app(self) -> InteractiveApp | None:
+    def app(self) -> AppHost | None:
         """The app answering, if it is up."""
         return self._app
 
-    def attach(self, app: InteractiveApp | None) -> None:
+    def attach(self, app: AppHost | None) -> None:
         """Answer through ``app`` from now on (``None``: the app is gone)."""
         self._app = app
         if app is not None:
@@ -41,7 +38,7 @@ class TuiExtensionUI:
             for apply in pending:
                 apply(app)
 
-    def _apply(self, change: Callable[[InteractiveApp], None]) -> None:
+    def _apply(self, change: Callable[[AppHost], None]) -> None:
         if self._app is None:
             self._pending.append(change)
             return
@@ -93,7 +90,7 @@ class TuiExtensionUI:
         self._apply(lambda app: app.notify(message, type))
 
     def set_status(self, key: str, text: str | None) -> None:
-        def change(app: InteractiveApp) -> None:
+        def change(app: AppHost) -> None:
             if text:
                 app.statuses[key] = text
             else:
@@ -104,7 +101,7 @@ class TuiExtensionUI:
     def set_widget(
         self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
     ) -> None:
-        def change(app: InteractiveApp) -> None:
+        def change(app: AppHost) -> None:
             if lines is None:
                 app.widgets.pop(key, None)
             else:
@@ -113,7 +110,7 @@ class TuiExtensionUI:
         self._apply(change)
 
     def set_title(self, title: str) -> None:
-        def change(app: InteractiveApp) -> None:
+        def change(app: AppHost) -> None:
             app.title = title
 
         self._apply(change)
