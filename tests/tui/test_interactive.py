@@ -123,3 +123,29 @@ async def test_quitting_restores_the_terminal(tmp_path: Path) -> None:
         tui.type("/quit\r")
         assert await tui.wait_exit() == 0
     assert tui.final_attrs == tui.original_attrs
+
+
+async def test_a_fast_stream_is_coalesced_into_few_frames(tmp_path: Path) -> None:
+    """Thousands of deltas arriving at once cost a handful of renders, and the last one shows
+    the whole answer."""
+    answer = " ".join(f"token{i}" for i in range(3000))
+    async with open_tui(tmp_path, [answer], rows=10) as tui:
+        tui.type("go\r")
+        await tui.wait_for(lambda: "token2999" in tui.text() and "Working" not in tui.text())
+        frames = tui.app.stats.frames
+    deltas = len(answer) // 4
+    assert frames < deltas / 50
+
+
+async def test_the_command_line_message_is_sent_first(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["Answer to the first."], "first from argv") as tui:
+        await tui.wait_for("Answer to the first.")
+        assert "first from argv" in tui.text()
+    assert tui.user_texts() == ["first from argv"]
+
+
+async def test_sigterm_quits_and_restores_the_terminal(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert await tui.wait_exit() == 128 + signal.SIGTERM
+    assert tui.final_attrs == tui.original_attrs
