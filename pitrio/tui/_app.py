@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import shlex
 import signal
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
@@ -149,6 +152,9 @@ class InteractiveApp:
         self._spin = 0
         self._totals = (0, 0, 0, 0, 0.0)
         self._dialog_lock = trio.Lock()
+        self._input_open = trio.Event()
+        self._input_open.set()
+        self._input_scope = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._bash_send, self._bash_receive = trio.open_memory_channel[tuple[BashView, str]](
             BASH_CHUNKS
@@ -569,6 +575,20 @@ class InteractiveApp:
     async def _input_loop(self) -> None:
         parser = KeyParser()
         while True:
+            await self._input_open.wait()
+            with trio.CancelScope() as self._input_scope:
+                await self._read_input(parser)
+
+    def pause_input(self) -> None:
+        """Stop reading the terminal (another program reads it) until :meth:`resume_input`."""
+        self._input_open = trio.Event()
+        self._input_scope.cancel()
+
+    def resume_input(self) -> None:
+        self._input_open.set()
+
+    async def _read_input(self, parser: KeyParser) -> None:
+        while True:
             data: bytes | None = None
             if parser.pending:
                 with trio.move_on_after(ESCAPE_TIMEOUT):
@@ -640,6 +660,9 @@ class InteractiveApp:
             case "app.suspend":
                 self._suspend()
                 return True
+            case "app.editor.external":
+                self.spawn(self._external_editor)
+                return True
             case "app.thinking.cycle":
                 self.spawn(self.commands.cycle_thinking)
                 return True
@@ -682,6 +705,33 @@ class InteractiveApp:
         self.terminal.suspend()
         self.renderer.reset()
         self.request_render()
+
+    async def _external_editor(self) -> None:
+        """Ctrl+G: edit the editor's text in ``$VISUAL`` (or ``$EDITOR``) on the terminal."""
+        command = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not command:
+            self.notify("Set $VISUAL or $EDITOR to edit in an external editor", "warning")
+            return
+        text = self.editor.expanded_text()
+        path = await trio.to_thread.run_sync(_write_temp, text)
+        terminal = self.terminal
+        self.pause_input()
+        terminal.leave_raw()
+        try:
+            await trio.run_process(
+                [*shlex.split(command), path],
+                check=False,
+                stdin=terminal.fd_in,
+                stdout=terminal.fd_out,
+                stderr=terminal.fd_out,
+            )
+            edited = await trio.to_thread.run_sync(_read_and_remove, path)
+        finally:
+            terminal.enter_raw()
+            self.resume_input()
+            self.renderer.reset()
+            self.request_render()
+        self.editor.set_text(edited.rstrip("\n"))
 
     async def _abort(self) -> None:
         """Esc while working: abort, and put the queued messages back into the editor."""
@@ -878,3 +928,18 @@ class InteractiveApp:
                     self.terminal.enter_raw()
                     self.renderer.reset()
                     self.request_render()
+
+
+def _write_temp(text: str) -> str:
+    handle, path = tempfile.mkstemp(prefix="pitrio-edit-", suffix=".md")
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        file.write(text)
+    return path
+
+
+def _read_and_remove(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    finally:
+        os.unlink(path)

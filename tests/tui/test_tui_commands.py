@@ -240,3 +240,18 @@ async def test_keybindings_json_rebinds_an_action(tmp_path: Path) -> None:
         tui.type("\x0f")  # ctrl+o is no longer bound
         tui.type("\x18")  # ctrl+x expands
         await tui.wait_for(lambda: "earlier lines" not in tui.text())
+
+
+async def test_ctrl_g_edits_in_the_external_editor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor's text goes to $VISUAL in a file; what the program leaves comes back."""
+    monkeypatch.setenv("VISUAL", 'sh -c \'cat "$0" > "$0.seen"; printf edited-outside > "$0"\'')
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("draft text")
+        await tui.wait_for("draft text")
+        tui.type("\x07")  # ctrl+g
+        await tui.wait_for("edited-outside")
+        assert "draft text" not in tui.text()
+        assert not tui.finished.is_set()
+    assert seen.read_text() == "draft text"
