@@ -246,7 +246,9 @@ async def test_ctrl_g_edits_in_the_external_editor(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The editor's text goes to $VISUAL in a file; what the program leaves comes back."""
-    monkeypatch.setenv("VISUAL", 'sh -c \'cat "$0" > "$0.seen"; printf edited-outside > "$0"\'')
+    seen = tmp_path / "seen.txt"
+    script = f'cat "$0" > {seen}; printf edited-outside > "$0"'
+    monkeypatch.setenv("VISUAL", f"sh -c '{script}'")
     async with open_tui(tmp_path, []) as tui:
         tui.type("draft text")
         await tui.wait_for("draft text")
