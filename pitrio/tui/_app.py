@@ -151,6 +151,8 @@ class InteractiveApp:
         self._quit = trio.Event()
         self._spin = 0
         self._totals = (0, 0, 0, 0, 0.0)
+        self._context_usage: Any = None
+        self._usage_model: Any = None
         self._dialog_lock = trio.Lock()
         self._input_open = trio.Event()
         self._input_open.set()
@@ -342,7 +344,9 @@ class InteractiveApp:
             parts.append(f"W{format_tokens(cache_write)}")
         if cost:
             parts.append(f"${cost:.3f}")
-        usage = session.get_context_usage()
+        if self._usage_model is not session.model:
+            self._update_totals()  # a new model: a new context window
+        usage = self._context_usage
         if usage is not None:
             percent = "?" if usage.percent is None else f"{usage.percent:.1f}%"
             parts.append(f"{percent}/{format_tokens(usage.context_window)}")
@@ -490,6 +494,9 @@ class InteractiveApp:
                 cache_write += usage.cache_write
                 cost += usage.cost.total
         self._totals = (inp, out, cache_read, cache_write, cost)
+        # Estimated over the whole context: computed when a message ends, not per frame.
+        self._context_usage = self.session.get_context_usage()
+        self._usage_model = self.session.model
 
     # ------------------------------------------------------------------ session events
 

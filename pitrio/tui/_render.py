@@ -142,7 +142,9 @@ class Renderer:
             self._height = height
             return Frame("", "none", first)
         top = max(0, len(previous) - height)  # the first line still on the screen
-        if first < top:
+        if first < top or (lines and len(lines) <= top):
+            # The change, or the new last line (the content shrank), is in the scrollback,
+            # which the cursor cannot reach.
             return self._full(lines, width, height)
         parts: list[str] = []
         if first >= len(previous):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tui_screen import Screen
 
@@ -47,6 +47,13 @@ def test_changed_line_rewrites_from_there_only() -> None:
     assert screen.display()[:3] == ["a", "B", "c"]
 
 
+def test_shrinking_into_the_scrollback_redraws_everything() -> None:
+    renderer, screen = Renderer(), Screen(20, 3)
+    draw(renderer, screen, [str(i) for i in range(7)])
+    assert draw(renderer, screen, ["0"]) == "full"
+    assert screen.display()[0] == "0"
+
+
 def test_removed_lines_are_cleared() -> None:
     renderer, screen = Renderer(), Screen(20, 5)
     draw(renderer, screen, ["a", "b", "c"])
@@ -80,6 +87,7 @@ def test_too_wide_lines_are_cut() -> None:
 
 
 @settings(deadline=None, max_examples=150)
+@example([["a"] * 7, ["a"]])  # shrinking below the top of the screen: found by Hypothesis
 @given(
     st.lists(
         st.lists(st.sampled_from(["a", "bb", "ccc", "d d", "", "éé", "字"]), max_size=12),

@@ -13,6 +13,7 @@ import fcntl
 import io
 import json
 import os
+import select
 import struct
 import termios
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -198,5 +199,11 @@ async def open_tui(
             nursery.cancel_scope.cancel()
     finally:
         tui.final_attrs = termios.tcgetattr(slave)
+        # What the UI wrote last (its teardown) may not have been pumped yet.
+        while select.select([master], [], [], 0)[0]:
+            data = os.read(master, 65536)
+            if not data:
+                break
+            tui.raw_output += data
         os.close(master)
         os.close(slave)
