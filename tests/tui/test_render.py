@@ -49,7 +49,7 @@ def test_changed_line_rewrites_from_there_only() -> None:
 
 def test_shrinking_into_the_scrollback_redraws_everything() -> None:
     renderer, screen = Renderer(), Screen(20, 3)
-    draw(renderer, screen, [str(i) for i in range(7)])
+    draw(renderer, screen, [str(i) for i in range(4)])  # "0" has scrolled off the top
     assert draw(renderer, screen, ["0"]) == "full"
     assert screen.display()[0] == "0"
 
