@@ -558,10 +558,18 @@ class InteractiveApp:
             self.status_text = "Compacting context... (esc to cancel)"
         elif kind in ("compaction_end", "auto_compaction_end"):
             self.status_text = None
-            if getattr(event, "error_message", None) and kind == "compaction_end":
-                self.notify(f"Compaction failed: {event.error_message}", "error")
-            elif getattr(event, "result", None) is not None and kind == "compaction_end":
-                self.rebuild_chat()
+            if kind == "compaction_end":
+                # Manual and automatic compactions both end here (pi 0.73.1's event).
+                if event.aborted:
+                    self.notify("Compaction cancelled", "warning")
+                elif event.error_message and event.reason != "manual":
+                    # (/compact reports its own failure.)
+                    self.notify(f"Compaction failed: {event.error_message}", "error")
+                elif event.result is not None:
+                    self.rebuild_chat()
+                    self.renderer.reset()
+                    before = format_tokens(event.result.tokens_before)
+                    self.notify(f"Compacted ({before} tokens before)")
         elif kind == "auto_retry_start":
             delay = event.delay_ms / 1000
             self.status_text = (

@@ -236,9 +236,8 @@ class CommandRunner:
         self._info("\n".join(lines))
 
     async def _compact(self, args: str) -> None:
-        result = await self.session.compact(args or None)
-        self._after_switch()
-        self._info(f"Compacted ({format_tokens(result.tokens_before)} tokens before)")
+        # The chat is rebuilt and the result told on the compaction_end event.
+        await self.session.compact(args or None)
 
     async def _export(self, args: str) -> None:
         exporter = self.app.config.exporter

@@ -257,3 +257,31 @@ async def test_ctrl_g_edits_in_the_external_editor(
         assert "draft text" not in tui.text()
         assert not tui.finished.is_set()
     assert seen.read_text() == "draft text"
+
+
+async def test_retries_that_run_out_are_reported(tmp_path: Path) -> None:
+    failure = {"content": "", "stopReason": "error", "errorMessage": "503 Service Unavailable"}
+    async with open_tui(tmp_path, [failure] * 4) as tui:
+        tui.type("go\r")
+        await tui.wait_for("Retry failed")
+        assert "503 Service Unavailable" in tui.text()
+
+
+async def test_compact_summarizes_and_shows_the_summary(tmp_path: Path) -> None:
+    script = ["First answer.", "Second answer.", "The summary of it all."]
+    async with open_tui(tmp_path, script, rows=40) as tui:
+        tui.type("one\r")
+        await tui.wait_for("First answer.")
+        tui.type("two\r")
+        await tui.wait_for("Second answer.")
+        tui.type("/compact\r")
+        await tui.wait_for("Compacted (")
+        assert "Compacted from" in tui.text()
+        tui.type("\x0f")  # ctrl+o shows the summary
+        await tui.wait_for("The summary of it all.")
+
+
+async def test_shift_tab_on_a_model_without_thinking(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("\x1b[Z")
+        await tui.wait_for("does not support thinking")
