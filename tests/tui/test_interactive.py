@@ -34,21 +34,21 @@ async def test_typing_and_submitting_shows_the_answer_once_and_in_order(tmp_path
 
 async def test_a_streamed_answer_arrives_whole_and_once(tmp_path: Path) -> None:
     """Paced at 20 tokens per (virtual) second, a long answer is shown once, in order."""
-    words = " ".join(f"word{i:03d}" for i in range(120))
-    async with open_tui(tmp_path, [words], speed=20, columns=60, rows=12) as tui:
+    words = " ".join(f"word{i:03d}" for i in range(60))
+    async with open_tui(tmp_path, [words], speed=20, columns=40, rows=10) as tui:
         tui.type("go\r")
-        await tui.wait_for(lambda: "word119" in tui.transcript() and "Working" not in tui.text())
+        await tui.wait_for(lambda: "word059" in tui.text() and "Working" not in tui.text())
         transcript = tui.transcript()
-    found = [transcript.count(f"word{i:03d}") for i in range(120)]
-    assert found == [1] * 120
-    positions = [transcript.index(f"word{i:03d}") for i in range(120)]
+    found = [transcript.count(f"word{i:03d}") for i in range(60)]
+    assert found == [1] * 60
+    positions = [transcript.index(f"word{i:03d}") for i in range(60)]
     assert positions == sorted(positions)
 
 
 async def test_steering_while_streaming_is_delivered_after_the_turn(tmp_path: Path) -> None:
-    long = " ".join(["streaming"] * 60)
+    long = " ".join(["streaming"] * 30)
     script = [long, "Steered reply."]
-    async with open_tui(tmp_path, script, speed=10) as tui:
+    async with open_tui(tmp_path, script, speed=20) as tui:
         tui.type("start\r")
         await tui.wait_for("Working...")
         tui.type("change course\r")
