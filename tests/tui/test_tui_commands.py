@@ -285,3 +285,51 @@ async def test_shift_tab_on_a_model_without_thinking(tmp_path: Path) -> None:
     async with open_tui(tmp_path, []) as tui:
         tui.type("\x1b[Z")
         await tui.wait_for("does not support thinking")
+
+
+async def test_resume_switches_to_another_session(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["Old answer.", "New answer."]) as tui:
+        tui.type("old question\r")
+        await tui.wait_for("Old answer.")
+        tui.type("/new\r")
+        await tui.wait_for("New session started")
+        tui.type("new question\r")
+        await tui.wait_for("New answer.")
+        tui.type("/resume\r")
+        await tui.wait_for("Resume session")
+        assert "→ old question" in tui.text()
+        tui.type("\r")
+        await tui.wait_for("Resumed")
+        screen = tui.text()
+    assert "Old answer." in screen and "New answer." not in screen
+
+
+async def test_clone_duplicates_the_branch_into_a_new_session(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["Cloned answer.", "After the clone."]) as tui:
+        tui.type("question\r")
+        await tui.wait_for("Cloned answer.")
+        tui.type("/clone\r")
+        await tui.wait_for("Cloned into a new session")
+        assert "Cloned answer." in tui.text()
+        tui.type("more\r")
+        await tui.wait_for("After the clone.")
+    assert len(tui.session_files()) == 2
+
+
+async def test_context_is_answered_by_the_session(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("/context\r")
+        await tui.wait_for("System prompt")
+
+
+async def test_settings_switches_the_theme(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("/settings\r")
+        await tui.wait_for("Settings")
+        tui.type("theme")
+        await tui.wait_for("→ Theme")
+        tui.type("\r")
+        await tui.wait_for("→ dark")
+        tui.type("\x1b[B\r")
+        await tui.wait_for("Theme updated")
+        assert tui.app.theme.name == "light"
