@@ -14,7 +14,8 @@ from typing import Final
 
 from markdown_it import MarkdownIt
 from rich.console import Console
-from rich.markdown import Markdown
+from rich.console import ConsoleOptions, RenderResult
+from rich.markdown import Heading, Markdown
 from rich.theme import Theme as RichTheme
 
 from pitrio.tui._theme import Theme
@@ -22,6 +23,19 @@ from pitrio.tui._theme import Theme
 __all__ = ["MarkdownRenderer", "MarkdownView"]
 
 _PARSER: Final = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+
+
+class _Heading(Heading):
+    """Headings on the left, as pi draws them (Rich centres the first level)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        text = self.text.copy()
+        text.justify = "left"
+        yield text
+
+
+class _Markdown(Markdown):
+    elements = {**Markdown.elements, "heading_open": _Heading}
 
 
 class MarkdownRenderer:
@@ -60,7 +74,7 @@ class MarkdownRenderer:
         buffer.seek(0)
         buffer.truncate()
         console.print(
-            Markdown(source, code_theme=self._code_theme, inline_code_theme=self._code_theme)
+            _Markdown(source, code_theme=self._code_theme, inline_code_theme=self._code_theme)
         )
         lines = buffer.getvalue().split("\n")
         while lines and not lines[-1].strip():
