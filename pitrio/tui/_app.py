@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 import attrs
+import structlog
 import trio
 
 from pitrio._exceptions import PitrioError
@@ -65,6 +66,8 @@ from pitrio.tui._text import truncate, visible_width
 from pitrio.tui._theme import Theme
 
 __all__ = ["FRAME_INTERVAL", "AppConfig", "InteractiveApp", "RenderStats"]
+
+log = structlog.get_logger(__name__)
 
 FRAME_INTERVAL: Final = 1 / 60
 """The frame budget: at most one render per interval."""
@@ -221,6 +224,11 @@ class InteractiveApp:
                 await work()
             except PitrioError as exc:
                 self.notify(str(exc), "error")
+            except Exception as exc:
+                # A command's bug must not take the screen (and the session) down with it:
+                # it is shown, and logged with its trace (written once the terminal is back).
+                log.exception("interactive_task_failed")
+                self.notify(f"{type(exc).__name__}: {exc}", "error")
 
         self._nursery.start_soon(guarded)
 

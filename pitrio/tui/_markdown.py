@@ -13,8 +13,7 @@ import io
 from typing import Final
 
 from markdown_it import MarkdownIt
-from rich.console import Console
-from rich.console import ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Heading, Markdown
 from rich.theme import Theme as RichTheme
 

@@ -333,3 +333,16 @@ async def test_settings_switches_the_theme(tmp_path: Path) -> None:
         tui.type("\x1b[B\r")
         await tui.wait_for("Theme updated")
         assert tui.app.theme.name == "light"
+
+
+async def test_a_failing_command_is_shown_not_fatal(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+
+        async def broken(args: str) -> None:
+            raise KeyError("no such thing")
+
+        tui.app.commands._handlers["session"] = broken
+        tui.type("/session\r")
+        await tui.wait_for("KeyError: 'no such thing'")
+        tui.type("still here")
+        await tui.wait_for("still here")
