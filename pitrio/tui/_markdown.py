@@ -73,7 +73,14 @@ class MarkdownRenderer:
         buffer.seek(0)
         buffer.truncate()
         console.print(
-            _Markdown(source, code_theme=self._code_theme, inline_code_theme=self._code_theme)
+            # No OSC 8 hyperlinks: Rich gives each a new random id, so the same text would
+            # render differently each time (and the renderer would redraw it).
+            _Markdown(
+                source,
+                code_theme=self._code_theme,
+                inline_code_theme=self._code_theme,
+                hyperlinks=False,
+            )
         )
         lines = buffer.getvalue().split("\n")
         while lines and not lines[-1].strip():
