@@ -71,6 +71,8 @@ log = structlog.get_logger(__name__)
 
 FRAME_INTERVAL: Final = 1 / 60
 """The frame budget: at most one render per interval."""
+MAX_PAUSE: Final = 0.1
+"""The longest pause after a frame that took long to render (what the next frame may lag)."""
 SPINNER_INTERVAL: Final = 0.08
 DOUBLE_PRESS: Final = 0.5
 """Seconds within which a second Ctrl+C quits."""
@@ -188,6 +190,8 @@ class InteractiveApp:
         Returns the exit status."""
         self._build_header()
         self.rebuild_chat()
+        # Rich loads its lexers on first use: here, rather than in the first answer's frame.
+        self.markdown.render("```python\npass\n```", 20)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -261,10 +265,11 @@ class InteractiveApp:
             if data:
                 await self.terminal.write(data)
                 self.stats.last_frame_at = trio.current_time()
-            # At most one frame per interval, and never more than half the time spent
-            # rendering: the session's own work (the stream) keeps the other half.
+            # At most one frame per interval; after a long render, a pause as long (up to
+            # MAX_PAUSE) so that the session's own work (the stream) keeps going.
             elapsed = trio.current_time() - started
-            await trio.sleep_until(started + max(FRAME_INTERVAL, 2 * elapsed))
+            pause = min(elapsed, MAX_PAUSE)
+            await trio.sleep_until(started + max(FRAME_INTERVAL, elapsed + pause))
 
     async def _spinner_loop(self) -> None:
         while True:
