@@ -97,6 +97,16 @@ async def test_shell_command_is_shown_and_recorded(tmp_path: Path) -> None:
         messages = list(tui.app.session.messages)
     assert [m.role for m in messages] == ["bashExecution"]
     assert messages[0].output.strip() == "out-of-shell"
+    assert messages[0].exclude_from_context is False
+
+
+async def test_double_bang_runs_a_command_the_model_never_sees(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, []) as tui:
+        tui.type("!!echo kept-private\r")
+        await tui.wait_for("!! echo kept-private")
+        await tui.wait_for(lambda: "running..." not in tui.text())
+        (message,) = tui.app.session.messages
+    assert message.exclude_from_context is True
 
 
 async def test_slash_completion_and_tab(tmp_path: Path) -> None:
