@@ -149,3 +149,15 @@ async def test_sigterm_quits_and_restores_the_terminal(tmp_path: Path) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         assert await tui.wait_exit() == 128 + signal.SIGTERM
     assert tui.final_attrs == tui.original_attrs
+
+
+async def test_a_very_narrow_terminal_still_works(tmp_path: Path) -> None:
+    script = ["A reply with `code` and **bold** that wraps a lot.", "Two."]
+    async with open_tui(tmp_path, script, columns=12, rows=20) as tui:
+        tui.type("a prompt that is longer than the screen is wide\r")
+        await tui.wait_for(lambda: "wraps" in tui.transcript() and "Working" not in tui.text())
+        tui.type("/model\r")
+        await tui.wait_for("→ faux/")
+        tui.type("\x1b")
+        await tui.wait_for(lambda: "→ faux/" not in tui.text())
+        assert all(len(line) <= 12 for line in tui.text().split("\n"))

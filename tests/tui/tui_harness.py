@@ -191,7 +191,7 @@ async def open_tui(
                     tui.fed.set()
 
             nursery.start_soon(run)
-            await tui.wait_for(lambda: "(faux)" in tui.text())
+            await tui.wait_for(lambda: tui.ui.app is not None and "─" in tui.text())
             yield tui
             if not tui.finished.is_set():
                 tui.type(b"\x03\x03")
