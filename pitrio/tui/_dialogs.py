@@ -12,12 +12,20 @@ from typing import Any, Final
 
 import trio
 
+from pitrio.tui._editor import Editor
 from pitrio.tui._keybindings import Keybindings
 from pitrio.tui._keys import Key, Paste, TermEvent
 from pitrio.tui._text import truncate, visible_width
 from pitrio.tui._theme import Theme
 
-__all__ = ["ConfirmDialog", "Dialog", "InputDialog", "SelectDialog", "fuzzy_score"]
+__all__ = [
+    "ConfirmDialog",
+    "Dialog",
+    "EditorDialog",
+    "InputDialog",
+    "SelectDialog",
+    "fuzzy_score",
+]
 
 VISIBLE_ITEMS: Final = 10
 
@@ -266,3 +274,27 @@ class ConfirmDialog(Dialog):
         no = theme.inverse(" No ") if not self.yes else " No "
         body.append(f"{yes}  {no}")
         return self._frame(width, [truncate(b, width) for b in body], "y/n · enter confirm")
+
+
+class EditorDialog(Dialog):
+    """Multi-line text (``ctx.ui.editor``): Enter submits, Shift+Enter starts a new line."""
+
+    def __init__(self, theme: Theme, keys: Keybindings, title: str, prefill: str = "") -> None:
+        super().__init__(theme, keys, title)
+        self.editor = Editor(theme, keys)
+        if prefill:
+            self.editor.set_text(prefill)
+
+    def handle(self, event: TermEvent) -> None:
+        if isinstance(event, Paste):
+            self.editor.paste(event.text)
+            return
+        if self.keys.matches(event.name, "tui.select.cancel"):
+            self.finish(None)
+            return
+        if self.editor.handle_key(event) == "submit":
+            self.finish(self.editor.expanded_text())
+
+    def render(self, width: int) -> list[str]:
+        body = self.editor.render(width)[1:-1]
+        return self._frame(width, body, "enter submit · shift+enter new line · esc cancel")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pitrio.tui._dialogs import ConfirmDialog, InputDialog, SelectDialog
+from pitrio.tui._dialogs import ConfirmDialog, EditorDialog, InputDialog, SelectDialog
 from pitrio.tui._host import AppHost
 
 __all__ = ["TuiExtensionUI"]
@@ -83,7 +83,7 @@ class TuiExtensionUI:
         app = self._app
         if app is None:
             return None
-        answer = await app.show_dialog(InputDialog(app.theme, app.keys, title, None, prefill or ""))
+        answer = await app.show_dialog(EditorDialog(app.theme, app.keys, title, prefill or ""))
         return answer if isinstance(answer, str) else None
 
     def notify(self, message: str, type: str = "info") -> None:

@@ -356,3 +356,36 @@ async def test_a_failing_command_is_shown_not_fatal(tmp_path: Path) -> None:
         await tui.wait_for("KeyError: 'no such thing'")
         tui.type("still here")
         await tui.wait_for("still here")
+
+
+EDITOR_EXTENSION = """
+async def write(args, ctx):
+    text = await ctx.ui.editor("Write it", "first line")
+    ctx.ui.notify("got " + repr(text))
+
+
+def register(pi):
+    pi.register_command("write", write)
+"""
+
+
+async def test_extension_editor_dialog_is_multi_line(tmp_path: Path) -> None:
+    extension = tmp_path / "ext.py"
+    extension.write_text(EDITOR_EXTENSION)
+    async with open_tui(tmp_path, [], "-e", str(extension)) as tui:
+        tui.type("/write\r")
+        await tui.wait_for("Write it")
+        tui.type("\x1b[13;2usecond line\r")
+        await tui.wait_for("got 'first line\\nsecond line'")
+
+
+async def test_alt_up_takes_queued_messages_back(tmp_path: Path) -> None:
+    script = [" ".join(["busy"] * 80), "Later."]
+    async with open_tui(tmp_path, script, speed=10) as tui:
+        tui.type("start\r")
+        await tui.wait_for("Working...")
+        tui.type("queued text\x1b\r")
+        await tui.wait_for("Follow-up: queued text")
+        tui.type("\x1b[1;3A")  # alt+up
+        await tui.wait_for(lambda: "Follow-up:" not in tui.text())
+        assert "\nqueued text" in tui.text()
