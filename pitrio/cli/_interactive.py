@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
@@ -186,6 +186,24 @@ async def run_interactive_session(
             return []
         return [(name, c.description or "") for name, c in runner.commands().items()]
 
+    def extension_shortcuts() -> dict[str, Callable[[], Awaitable[None]]]:
+        if runner is None:
+            return {}
+        from pitrio._awaitable import maybe_await
+        from pitrio.extensions import ExtensionContext
+        from pitrio.tui import normalize_key
+
+        def bind(handler: Any) -> Callable[[], Awaitable[None]]:
+            async def run() -> None:
+                await maybe_await(handler(ExtensionContext(runner)))
+
+            return run
+
+        return {
+            normalize_key(key): bind(shortcut.handler)
+            for key, shortcut in runner.shortcuts().items()
+        }
+
     def exporter(output: str | None) -> str:
         from pitrio.cli._export_html import export_session_file
 
@@ -201,6 +219,7 @@ async def run_interactive_session(
         keybindings=keybindings,
         loaded=tuple(loaded),
         extension_commands=extension_commands,
+        extension_shortcuts=extension_shortcuts,
         exporter=exporter,
         reloader=runner.reload if runner is not None and runner.extensions else None,
         session_dir=runtime.session_manager.get_session_dir(),

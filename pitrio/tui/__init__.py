@@ -14,6 +14,7 @@ from pitrio.tui._keybindings import Keybindings as Keybindings
 from pitrio.tui._keys import Key as Key
 from pitrio.tui._keys import KeyParser as KeyParser
 from pitrio.tui._keys import Paste as Paste
+from pitrio.tui._keys import normalize_key as normalize_key
 from pitrio.tui._markdown import MarkdownView as MarkdownView
 from pitrio.tui._render import Component as Component
 from pitrio.tui._render import Container as Container
@@ -43,5 +44,6 @@ __all__ = [
     "ThemeError",
     "TuiExtensionUI",
     "load_theme",
+    "normalize_key",
     "open_terminal",
 ]

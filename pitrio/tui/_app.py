@@ -26,7 +26,7 @@ import shlex
 import signal
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -112,6 +112,8 @@ class AppConfig:
     loaded: tuple[tuple[str, str], ...] = ()
     """Header sections: (label, items) for context files, skills, templates, extensions."""
     extension_commands: Callable[[], Sequence[tuple[str, str]]] = lambda: ()
+    extension_shortcuts: Callable[[], Mapping[str, Callable[[], Awaitable[None]]]] = lambda: {}
+    """Keys extensions bound (``pi.register_shortcut``), as the parser names them."""
     exporter: Callable[[str | None], str] | None = None
     """``/export [file]``: writes the session as HTML, returns where (blocking)."""
     reloader: Callable[[], Awaitable[None]] | None = None
@@ -644,6 +646,10 @@ class InteractiveApp:
             self._update_completion()
             return
         if self.completion is not None and self._complete_key(event):
+            return
+        shortcut = self.config.extension_shortcuts().get(event.name)
+        if shortcut is not None:
+            self.spawn(shortcut)
             return
         keys = self.keys
         for action in keys.actions(event.name):

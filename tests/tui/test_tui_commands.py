@@ -389,3 +389,17 @@ async def test_alt_up_takes_queued_messages_back(tmp_path: Path) -> None:
         tui.type("\x1b[1;3A")  # alt+up
         await tui.wait_for(lambda: "Follow-up:" not in tui.text())
         assert "\nqueued text" in tui.text()
+
+
+SHORTCUT_EXTENSION = """
+def register(pi):
+    pi.register_shortcut("ctrl+shift+k", lambda ctx: ctx.ui.notify("shortcut ran"))
+"""
+
+
+async def test_extension_shortcut_runs_its_handler(tmp_path: Path) -> None:
+    extension = tmp_path / "ext.py"
+    extension.write_text(SHORTCUT_EXTENSION)
+    async with open_tui(tmp_path, [], "-e", str(extension)) as tui:
+        tui.type("\x1b[107;6u")  # ctrl+shift+k (Kitty)
+        await tui.wait_for("shortcut ran")
