@@ -176,8 +176,8 @@ async def run_interactive_session(
     system_prompt = resources.build_system_prompt(list(runtime.tool_names))
     options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
     keybinding_paths = (runtime.dirs.config_file("keybindings.json"),)
-    keybindings = Keybindings.load(keybinding_paths)
-    theme = _theme(runtime, cwd, warnings)
+    keybindings = await trio.to_thread.run_sync(Keybindings.load, keybinding_paths)
+    theme = await trio.to_thread.run_sync(_theme, runtime, cwd, warnings)
     runner = runtime.extensions
     loaded = _loaded(resources, runner)
 

@@ -390,9 +390,11 @@ class InteractiveApp:
         self.rebuild_chat()
         self.renderer.reset()
 
-    def reload_keybindings(self) -> None:
+    async def reload_keybindings(self) -> None:
+        """Read ``keybindings.json`` again (``/reload``)."""
         if self.config.keybinding_paths:
-            self.keys = Keybindings.load(self.config.keybinding_paths)
+            paths = self.config.keybinding_paths
+            self.keys = await trio.to_thread.run_sync(Keybindings.load, paths)
             self.editor.keys = self.keys
             self._build_header()
 
@@ -885,15 +887,18 @@ class InteractiveApp:
         self.request_render()
 
     def _tab_complete(self) -> None:
+        self.spawn(self._complete_path)
+
+    async def _complete_path(self) -> None:
         editor = self.editor
-        found = complete_path(editor.lines[editor.row], editor.col, self.config.cwd)
-        if found is None:
-            return
+        line, col = editor.lines[editor.row], editor.col
+        found = await trio.to_thread.run_sync(complete_path, line, col, self.config.cwd)
+        if found is None or (editor.lines[editor.row], editor.col) != (line, col):
+            return  # nothing to complete, or the user typed on meanwhile
+        self.completion = found
         if len(found.items) == 1:
-            self.completion = found
             self._accept_completion()
-        else:
-            self.completion = found
+        self.request_render()
 
     def _complete_key(self, event: Key) -> bool:
         completion = self.completion

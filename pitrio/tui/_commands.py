@@ -433,7 +433,7 @@ class CommandRunner:
         reloader = self.app.config.reloader
         if reloader is not None:
             await reloader()
-        self.app.reload_keybindings()
+        await self.app.reload_keybindings()
         self._info("Reloaded keybindings, extensions, skills, prompts and context files")
 
     async def _login(self, args: str) -> None:

@@ -403,3 +403,13 @@ async def test_extension_shortcut_runs_its_handler(tmp_path: Path) -> None:
     async with open_tui(tmp_path, [], "-e", str(extension)) as tui:
         tui.type("\x1b[107;6u")  # ctrl+shift+k (Kitty)
         await tui.wait_for("shortcut ran")
+
+
+async def test_reload_reads_keybindings_again(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    async with open_tui(tmp_path, []) as tui:
+        (agent / "keybindings.json").write_text(json.dumps({"app.thinking.toggle": "ctrl+x"}))
+        tui.type("/reload\r")
+        await tui.wait_for("Reloaded")
+        assert tui.app.keys.keys("app.thinking.toggle") == ("ctrl+x",)
