@@ -6,12 +6,14 @@ completion list, and the footer.
 
 Tasks (one nursery, :meth:`InteractiveApp.run`):
 
-* the **event reader** turns session events into views: cheap updates only (a streaming
-  message's view keeps the message object and reads it when rendered);
+* the **event reader** turns session events into views (:mod:`._chat`): cheap updates only
+  (a streaming message's view keeps the message object and reads it when rendered);
 * the **input reader** parses the terminal's bytes into keys and pastes and applies them;
 * the **render loop** renders at most once per :data:`FRAME_INTERVAL`: every change between
-  two frames only marks the screen dirty, so a fast stream costs one render per frame, and
-  the last change is on screen at most one frame later;
+  two frames only marks the screen dirty, so a fast stream costs one render per frame. After
+  a render that took long, it pauses as long (at most :data:`MAX_PAUSE`) so the stream keeps
+  its share of the time; the last change is on screen one interval, or one such pause and
+  a render, later;
 * the **signal reader** (SIGWINCH: re-render at the new size; SIGTERM / SIGHUP: quit;
   SIGTSTP / SIGCONT: suspend and resume);
 * prompts, commands and shell commands run in tasks of their own, so the input stays live.
