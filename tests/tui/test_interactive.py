@@ -161,3 +161,24 @@ async def test_a_very_narrow_terminal_still_works(tmp_path: Path) -> None:
         tui.type("\x1b")
         await tui.wait_for(lambda: "→ faux/" not in tui.text())
         assert all(len(line) <= 12 for line in tui.text().split("\n"))
+
+
+async def test_continue_shows_the_earlier_conversation(tmp_path: Path) -> None:
+    async with open_tui(tmp_path, ["Earlier answer."]) as tui:
+        tui.type("earlier question\r")
+        await tui.wait_for("Earlier answer.")
+    async with open_tui(tmp_path, ["Later answer."], "-c") as tui:
+        await tui.wait_for("Earlier answer.")
+        assert "earlier question" in tui.text()
+        tui.type("later question\r")
+        await tui.wait_for("Later answer.")
+    assert tui.user_texts() == ["earlier question", "later question"]
+
+
+async def test_a_refused_prompt_is_an_error_in_the_chat(tmp_path: Path) -> None:
+    """No API key: the UI still starts, and the prompt's refusal is shown."""
+    async with open_tui(tmp_path, [], provider="anthropic") as tui:
+        tui.type("hello\r")
+        await tui.wait_for("Error:")
+        assert "api key" in tui.text().lower()
+        assert tui.app.session.messages == ()

@@ -150,6 +150,7 @@ async def open_tui(
     speed: float | None = None,
     columns: int = 80,
     rows: int = 24,
+    provider: str = "faux",
 ) -> AsyncIterator[Tui]:
     """Run the interactive mode on a ``columns`` x ``rows`` pty until the block ends (then
     it is asked to quit, and awaited)."""
@@ -159,7 +160,7 @@ async def open_tui(
     set_size(slave, columns, rows)
     tui = Tui(master=master, slave=slave, screen=Screen(columns, rows), root=root)
     tui.original_attrs = termios.tcgetattr(slave)
-    args = parse_cli_args(["--provider", "faux", *argv])
+    args = parse_cli_args(["--provider", provider, *argv])
     cwd = str(root / "project")
     ui = tui.ui
     err = io.StringIO()
