@@ -4,6 +4,7 @@ Layer: above ``sessions`` and ``extensions`` (the app reads a session's events a
 methods); below ``cli``, whose interactive mode builds the session and runs the app.
 """
 
+from pitrio._publish import publish as _publish
 from pitrio.tui._app import FRAME_INTERVAL as FRAME_INTERVAL
 from pitrio.tui._app import AppConfig as AppConfig
 from pitrio.tui._app import InteractiveApp as InteractiveApp
@@ -47,3 +48,5 @@ __all__ = [
     "normalize_key",
     "open_terminal",
 ]
+
+_publish(globals(), __all__)
