@@ -16,7 +16,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "pitrio"
 
-LAYERS = ["channels", "providers", "tools", "actors", "sessions", "extensions", "host", "tui", "cli"]
+LAYERS = [
+    "channels",
+    "providers",
+    "tools",
+    "actors",
+    "sessions",
+    "extensions",
+    "host",
+    "tui",
+    "cli",
+]
 """Bottom to top. A module may import its own layer and the layers below it (and the package
 root's helpers: ``pitrio.codec``, ``pitrio._exceptions`` ...)."""
 

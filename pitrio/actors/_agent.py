@@ -1,5 +1,8 @@
 """The ``Agent`` facade (seed 002 s.1.1-1.6): state, queues, runs and the event bus.
 
+Kept in one module: pi's Agent facade and the actor that owns its state; the loop
+and tool runner live apart.
+
 ::
 
     async with open_agent(model=model, tools=[...]) as agent:

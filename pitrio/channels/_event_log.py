@@ -1,5 +1,8 @@
 """A per-session, sequenced event bus with a replay ring, for hosts whose clients reconnect.
 
+Kept in one module: the sequenced log, its replay ring and the subscriptions'
+coalescing are one structure.
+
 `Broadcast` is pi's ``subscribe``/``emit``: events go to whoever listens now and are gone.
 A host (RPC over stdio, a websocket server) needs more: a client that drops and reconnects wants
 the events it missed, in order, without doubles, and a slow client must not slow the agent. The

@@ -1,5 +1,8 @@
 """Argument parsing and dispatch for the ``pitrio`` command.
 
+Kept in one module: pi's flag table and the mode dispatch: one parser, kept next to
+what each flag selects.
+
 ``pitrio demo ...`` runs the scripted demo; anything else is the agent command, whose flags
 follow pi 0.73.1's (``pitrio --help``). Heavy modules are imported only once they are needed,
 so ``--version`` and ``--help`` answer at once.

@@ -1,5 +1,8 @@
 """The user's ``models.json``: custom providers and models over the built-in catalogue.
 
+Kept in one module: models.json's schema, its merge over the catalogue and key
+resolution are pi's one loader.
+
 Ports pi-coding-agent 0.73.1's handling of ``~/.pi/agent/models.json`` (docs/models.md). The
 file looks like::
 

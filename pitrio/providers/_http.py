@@ -1,5 +1,8 @@
 """The HTTP layer every wire-API provider shares: one pooled client, SSE requests, failures.
 
+Kept in one module: the pool, the Trio network layer and SSE requests share the
+stall deadline and the failure mapping.
+
 **One client per Trio run.** ``async with open_http_client():`` installs an
 :class:`httpx2.AsyncClient` (httpx as it is maintained today) that every provider request made
 inside the block uses; hosts, the CLI and load tests open it once. Its transport is

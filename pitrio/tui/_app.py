@@ -1,5 +1,8 @@
 """The interactive app: one more reader of a session's events and sender of its commands.
 
+Kept in one module: the app's event handlers and commands share the screen's state;
+components live elsewhere.
+
 Layout, top to bottom: the start-up header, the chat (messages, tools, notices), the working
 indicator, the queued messages, extension widgets, the editor (or a dialog in its place), the
 completion list, and the footer.

@@ -1,5 +1,8 @@
 """One websocket connection of ``pitrio serve``: frames in, commands run, frames out.
 
+Kept in one module: one connection's frame loop: decoding, limits, dispatch and its
+outbound buffer share state.
+
 ::
 
     Client.serve (nursery)

@@ -1,5 +1,8 @@
 """The ``anthropic-messages`` provider: Anthropic's Messages API streamed over SSE.
 
+Kept in one module: one body builder: messages, tools, thinking and auth headers
+read the same model flags.
+
 Ports pi-ai 0.73.1's ``anthropic`` provider onto the shared HTTP layer (:mod:`._http`):
 
 * **Request.** ``POST {baseUrl}/v1/messages`` with ``stream: true``. The conversation first goes

@@ -1,5 +1,8 @@
 """The scripted ``faux`` provider (mirrors pi-ai's ``registerFauxProvider``).
 
+Kept in one module: the scripted model's streaming loop and its scripts; the usage
+estimate lives in _usage.
+
 Each answer is streamed by the stream's own provider task, like any provider's: a paced one
 sleeps on the Trio clock between its chunks, so nothing of one session ever runs in another's
 task.

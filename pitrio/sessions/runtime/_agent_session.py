@@ -1,5 +1,8 @@
 """``AgentSession``: an Agent bound to a session file, with retry and compaction (seed 002 s.1).
 
+Kept in one module: the facade: one method per pi AgentSession method, each a
+command sent to the actor.
+
 ::
 
     async with open_agent_session(model=model, session_manager=SessionManager.create(cwd)) as s:

@@ -1,5 +1,8 @@
 """``SessionActor``: the task that owns an AgentSession's state and executes its commands.
 
+Kept in one module: the actor's command handlers share its state; tree, compaction
+and bash handlers live in mixins.
+
 ::
 
     AgentSession.run (the session's nursery: opened by the first command, or at start when

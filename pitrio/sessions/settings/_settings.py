@@ -1,5 +1,8 @@
 """Settings: the global and the project ``settings.json``, merged (pi's ``SettingsManager``).
 
+Kept in one module: pi's settings table: every setting with its default and getter
+in one place.
+
 Two JSON files configure the coding agent:
 
 * global: ``<agent dir>/settings.json``; the agent dir is ``$PITRIO_CODING_AGENT_DIR`` or
