@@ -28,8 +28,10 @@ from pitrio.host.rpc._server import COMMANDS_IN_FLIGHT as COMMANDS_IN_FLIGHT
 from pitrio.host.rpc._server import OUTPUT_BUFFER as OUTPUT_BUFFER
 from pitrio.host.rpc._server import RpcServer as RpcServer
 from pitrio.host.rpc._server import RpcServices as RpcServices
+from pitrio.host.rpc._types import InvalidCommand as InvalidCommand
 from pitrio.host.rpc._types import RpcRequest as RpcRequest
 from pitrio.host.rpc._types import RpcResponse as RpcResponse
+from pitrio.host.rpc._types import UnknownCommand as UnknownCommand
 from pitrio.host.rpc._types import decode_command as decode_command
 from pitrio.host.ws._factory import CODING_TOOLS as CODING_TOOLS
 from pitrio.host.ws._factory import CodingSessionFactory as CodingSessionFactory
@@ -101,6 +103,7 @@ __all__ = [
     "Host",
     "HostConfig",
     "HostLimits",
+    "InvalidCommand",
     "JsonParseError",
     "LagMonitor",
     "LineSplitter",
@@ -115,6 +118,7 @@ __all__ = [
     "SessionCommands",
     "SessionFactory",
     "SessionRequest",
+    "UnknownCommand",
     "build_tools",
     "confine_tools",
     "current_rss_bytes",

@@ -41,6 +41,8 @@ from pitrio.providers._events import final_message as final_message
 from pitrio.providers._events import is_terminal as is_terminal
 from pitrio.providers._http import HTTPStatusError as HTTPStatusError
 from pitrio.providers._http import InvalidStreamError as InvalidStreamError
+from pitrio.providers._http import NotAnEventStreamError as NotAnEventStreamError
+from pitrio.providers._http import StreamStalledError as StreamStalledError
 from pitrio.providers._http import current_http_client as current_http_client
 from pitrio.providers._http import make_http_client as make_http_client
 from pitrio.providers._http import open_http_client as open_http_client
@@ -212,6 +214,7 @@ __all__ = [
     "ModelThinkingLevel",
     "ModelsJsonError",
     "NormalizeToolCallId",
+    "NotAnEventStreamError",
     "OnPayload",
     "OnResponse",
     "OpenAICompatiblePreset",
@@ -229,6 +232,7 @@ __all__ = [
     "StartEvent",
     "StopReason",
     "StreamOptions",
+    "StreamStalledError",
     "TextContent",
     "TextDeltaEvent",
     "TextEndEvent",

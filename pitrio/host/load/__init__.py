@@ -21,10 +21,12 @@ from pitrio.host.load._script import echo_tool as echo_tool
 from pitrio.host.load._script import make_text as make_text
 from pitrio.host.load._script import register_bench_faux as register_bench_faux
 from pitrio.host.load._script import tool_then_text as tool_then_text
+from pitrio.host.load._ws import HostCommandFailed as HostCommandFailed
 
 __all__ = [
     "LOAD_PRESETS",
     "Histogram",
+    "HostCommandFailed",
     "LagMonitor",
     "LoadConfig",
     "LoadSessionFactory",

@@ -14,6 +14,7 @@ from pitrio.providers.mistral._request import API as API
 from pitrio.providers.mistral._request import MistralOptions as MistralOptions
 from pitrio.providers.mistral._request import build_request_body as build_request_body
 from pitrio.providers.mistral._stream import NO_FINISH_MESSAGE as NO_FINISH_MESSAGE
+from pitrio.providers.mistral._stream import MistralStreamError as MistralStreamError
 from pitrio.providers.mistral._stream import map_stop_reason as map_stop_reason
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "MISTRAL_PROVIDER",
     "NO_FINISH_MESSAGE",
     "MistralOptions",
+    "MistralStreamError",
     "build_request_body",
     "map_stop_reason",
     "register_mistral",
