@@ -16,6 +16,7 @@ timeout with no client and no run, or when the host drains.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import secrets
@@ -271,26 +272,6 @@ class LiveSession:
         for error in errors:
             await self.session.publish(error)
 
-    async def _check_path(self, path: str, kind: PathKind) -> str:
-        # A client names files the host opens or writes with its own privileges: session
-        # files only from the host's session folder, output only there or inside a root.
-        allowed = (
-            (self.request.session_dir,)
-            if kind == "session"
-            else (
-                self.request.session_dir,
-                *self.roots,
-            )
-        )
-        resolved = await run_file_work(confine_path, path, allowed)
-        if kind == "output" and resolved.endswith(SESSION_SUFFIX):
-            # An HTML export written over a session file would destroy what was saved.
-            raise UsageError(
-                f"path {path!r} resolves to {resolved}, a session file: export_html may not "
-                f"write a {SESSION_SUFFIX} file"
-            )
-        return resolved
-
     @property
     def is_idle(self) -> bool:
         """No client, no long command running, no run."""
@@ -317,7 +298,12 @@ class LiveSession:
         try:
             async with factory(self.request) as opened:
                 self.session = opened.session
-                services = attrs.evolve(opened.services, check_path=self._check_path)
+                # Not a bound method: the session's commands keep it, and this LiveSession
+                # keeps them (a cycle would leave a closed session to the cycle collector).
+                check_path = functools.partial(
+                    check_client_path, self.request.session_dir, self.roots
+                )
+                services = attrs.evolve(opened.services, check_path=check_path)
                 self.commands = SessionCommands(opened.session, services)
                 self.id = opened.session.session_id
                 self.log = log.bind(session=self.id)
@@ -511,6 +497,28 @@ def new_token(nbytes: int) -> str:
         token = secrets.token_urlsafe(nbytes)
         if not token.startswith("-"):
             return token
+
+
+async def check_client_path(
+    session_dir: str, roots: tuple[str, ...], path: str, kind: PathKind
+) -> str:
+    """The real path of a file a client names (``RpcServices.check_path``).
+
+    A client names files the host opens or writes with its own privileges: session files only
+    from the host's session folder, output only there or inside a root.
+
+    Raises:
+        UsageError: outside those folders, or an output path that is a session file.
+    """
+    allowed = (session_dir,) if kind == "session" else (session_dir, *roots)
+    resolved = await run_file_work(confine_path, path, allowed)
+    if kind == "output" and resolved.endswith(SESSION_SUFFIX):
+        # An HTML export written over a session file would destroy what was saved.
+        raise UsageError(
+            f"path {path!r} resolves to {resolved}, a session file: export_html may not "
+            f"write a {SESSION_SUFFIX} file"
+        )
+    return resolved
 
 
 def confine_path(path: str, allowed: tuple[str, ...]) -> str:
