@@ -118,7 +118,9 @@ async def health(port: int) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def connect(host: ServeProcess) -> AsyncIterator[tuple[WebSocketConnection, trio.SocketStream]]:
+async def connect(
+    host: ServeProcess,
+) -> AsyncIterator[tuple[WebSocketConnection, trio.SocketStream]]:
     stream = await trio.open_tcp_stream("127.0.0.1", host.port)
     async with stream, trio.open_nursery() as nursery:
         ws = await wrap_client_stream(nursery, stream, "127.0.0.1", f"/ws?token={host.token}")
