@@ -22,7 +22,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -117,10 +117,20 @@ async def health(port: int) -> dict[str, Any]:
     return parsed
 
 
+class Address(Protocol):
+    """Where a host listens and its token (a :class:`ServeProcess`, an in-process Host)."""
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def token(self) -> str: ...
+
+
 @asynccontextmanager
-async def connect(
-    host: ServeProcess,
-) -> AsyncIterator[tuple[WebSocketConnection, trio.SocketStream]]:
+async def connect(host: Address) -> AsyncIterator[tuple[WebSocketConnection, trio.SocketStream]]:
+    """A websocket to the host and the TCP stream under it (closing that drops the
+    connection without a closing handshake)."""
     stream = await trio.open_tcp_stream("127.0.0.1", host.port)
     async with stream, trio.open_nursery() as nursery:
         ws = await wrap_client_stream(nursery, stream, "127.0.0.1", f"/ws?token={host.token}")

@@ -25,7 +25,8 @@ import trio.testing
 from pitrio.cli._serve import make_session_factory
 from pitrio.host import Host, HostConfig, open_host
 from pitrio.sessions import SessionManager
-from tests.host.serve_helpers import faux_env, open_client, open_test_host
+from tests.host.serve_helpers import Client, faux_env, open_client, open_test_host
+from tests.host.soak import connect
 from tests.sessions.session_helpers import file_manager, make_faux, open_session, reply
 
 SESSIONS = 3
@@ -118,15 +119,25 @@ async def test_a_closed_in_process_session_is_freed_by_reference_counting(
 
 
 async def _run_host_session(host: Host, refs: list[weakref.ref[Any]]) -> None:
-    async with open_client(host) as client:
+    async with connect(host) as (ws, stream):
+        client = Client(ws)
         created = await client.call({"type": "create_session"})
         session_id = created["data"]["session"]
         answer = await client.call({"type": "prompt", "session": session_id, "message": "hi"})
         assert answer["success"] is True
-        await client.until(lambda f: f.get("type") == "agent_end")
+        ended = await client.until(lambda f: f.get("type") == "agent_end")
+        failed = await client.raw_call("{not json")
+        assert failed["success"] is False
         live = host.sessions[session_id]
         (connection,) = host.clients
         refs.extend(weakref.ref(obj) for obj in (live, live.session, connection, connection.ws))
+        del live, connection
+        # Dropped: the connection closed under the websocket, no closing handshake.
+        await trio.aclose_forcefully(stream)
+    async with open_client(host) as client:
+        resume = {"type": "open_session", "session": session_id, "resume_from": ended[-1]["seq"]}
+        reopened = await client.call(resume)
+        assert reopened["success"] is True
         closed = await client.call({"type": "close_session", "session": session_id})
         assert closed["success"] is True
         if not any(f.get("type") == "session_closed" for f in client.seen):
@@ -145,8 +156,9 @@ async def _wait_for_no_client(host: Host) -> None:
 @pytest.mark.pins_internals
 @pytest.mark.usefixtures("no_cycle_collector")
 async def test_a_closed_host_session_is_freed_by_reference_counting(tmp_path: Path) -> None:
-    """Host sessions created, prompted and closed over a real websocket, one client each:
-    once the clients are gone, the LiveSession, its AgentSession and the server side of each
+    """Host sessions created, prompted, sent a malformed frame, dropped (no closing
+    handshake), resumed on a new connection and closed over a real websocket: once the
+    clients are gone, the LiveSession, its AgentSession and the server side of each
     connection are freed with the cycle collector off, and no object of a pitrio or
     trio-websocket type is left."""
     refs: list[weakref.ref[Any]] = []
