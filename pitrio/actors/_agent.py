@@ -128,6 +128,8 @@ AGENT_INBOX: Final = 16
 once (a run is started, the busy policy answers, the state changes), so the inbox only fills if
 16 callers race in one tick."""
 
+_CLOSED_STREAM: Final = RegistryStream(None)
+"""The ``stream_fn`` a closed agent keeps in place of its owner's (it starts no run)."""
 
 Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
 
@@ -413,6 +415,25 @@ class Agent:
         self._steering.close()
         self._follow_up.close()
         self._bus.close()
+        self._release_callbacks()
+
+    def _release_callbacks(self) -> None:
+        # An owner's callbacks are usually its bound methods or closures over it (a session
+        # actor's convert_to_llm, record_event, prepare_request ...): each is a reference
+        # cycle through the owner, which would leave a closed agent and its owner to the
+        # cycle collector. A closed agent runs nothing, so it lets go of them; its state
+        # (messages, model ...) stays readable.
+        self.convert_to_llm = default_convert_to_llm
+        self.transform_context = None
+        self.get_api_key = None
+        self.stream_fn = _CLOSED_STREAM
+        self.on_payload = None
+        self.before_tool_call = None
+        self.after_tool_call = None
+        self.should_stop_after_turn = None
+        self.on_message_end = None
+        self.prepare_request = None
+        self.record_event = None
 
     async def _serve(self, inbox: Mailbox[_StartRun | StateChange]) -> NoReturn:
         """The agent's own task: execute commands one at a time, in arrival order."""

@@ -822,6 +822,8 @@ class EventLog(Generic[T]):
         if self._closed:
             return
         self._closed = True
+        # The snapshot callable is usually the owner's bound method: a cycle through the owner.
+        self._snapshot = None
         if self._pending is not None:
             self._pending.clear()
         callbacks, self._callbacks = self._callbacks, ()

@@ -600,10 +600,7 @@ def parse_models_json(
 
 
 def _copy(catalogue: ModelCatalogue) -> ModelCatalogue:
-    return ModelCatalogue(
-        (model for provider in catalogue.providers() for model in catalogue.models(provider)),
-        builtin=False,
-    )
+    return catalogue.copy()
 
 
 def _config_problems(providers: Mapping[str, Any], builtin: set[str]) -> Iterator[str]:

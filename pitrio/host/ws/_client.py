@@ -378,15 +378,14 @@ class Client:
         try:
             parsed = parse_json_line(text)
         except JsonParseError as exc:
-            parsed = exc
+            # Only its message: the exception kept in a local of this frame, which its
+            # traceback holds, would be a reference cycle left to the cycle collector.
+            await self._error(MISSING, "parse", None, f"Failed to parse command: {exc.message}")
+            return
         record: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         type_ = record.get("type", MISSING)
         id_ = record.get("id", MISSING)
         session = record.get("session")
-        if isinstance(parsed, JsonParseError):
-            message = f"Failed to parse command: {parsed.message}"
-            await self._error(MISSING, "parse", None, message)
-            return
         if session is not None and not isinstance(session, str):
             await self._error(id_, type_, None, 'Invalid command: "session" must be a string')
             return

@@ -280,34 +280,6 @@ class LiveSession:
             self.request.session_dir, STATE_FOLDER, EXPORTS_FOLDER
         )
 
-    async def _check_path(self, path: str, kind: PathKind) -> str:
-        # A client names files the host opens or writes with its own privileges: session
-        # files only from the host's session folder; an export only as a name in the host's
-        # exports folder (so it can overwrite no session, context file or extension).
-        if kind == "session":
-            return await run_file_work(confine_path, path, (self.request.session_dir,))
-        name = os.path.basename(path.replace("\\", "/").rstrip("/"))
-        if name in ("", ".", "..") or "\x00" in name:
-            raise UsageError(f"outputPath {path!r} names no file: give a file name")
-        if name.endswith(SESSION_SUFFIX):
-            raise UsageError(
-                f"outputPath {path!r}: export_html may not write a session file ({SESSION_SUFFIX})"
-            )
-        exports = self._exports
-        await run_file_work(functools.partial(os.makedirs, exports, mode=0o700, exist_ok=True))
-        return await run_file_work(confine_path, name, (exports,))
-
-    async def _export(
-        self,
-        inner: Callable[[AgentSession, str | None], Awaitable[str]],
-        session: AgentSession,
-        output: str | None,
-    ) -> str:
-        # Without an outputPath the CLI writes in the session's cwd: here, in the exports.
-        if output is None:
-            output = await self._check_path(f"pitrio-session-{self.id}.html", "output")
-        return await inner(session, output)
-
     @property
     def is_idle(self) -> bool:
         """No client, no long command running, no run."""
@@ -334,10 +306,22 @@ class LiveSession:
         try:
             async with factory(self.request) as opened:
                 self.session = opened.session
-                services = attrs.evolve(opened.services, check_path=self._check_path)
+                # Module functions bound with partial, not bound methods: the session's
+                # commands keep them, and this LiveSession keeps the commands (a cycle would
+                # leave a closed session to the cycle collector).
+                check_path = functools.partial(
+                    check_client_path, self.request.session_dir, self._exports
+                )
+                services = attrs.evolve(opened.services, check_path=check_path)
                 if services.export_html is not None:
                     services = attrs.evolve(
-                        services, export_html=functools.partial(self._export, services.export_html)
+                        services,
+                        export_html=functools.partial(
+                            export_into,
+                            services.export_html,
+                            check_path,
+                            opened.session.session_id,
+                        ),
                     )
                 self.bash_operations = opened.bash_operations
                 self.commands = SessionCommands(opened.session, services)
@@ -536,6 +520,44 @@ def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> 
     if not os.path.isdir(resolved):
         raise CommandRefused("cwd_refused", f"cwd {cwd!r} is not a directory ({resolved})")
     return resolved
+
+
+async def check_client_path(session_dir: str, exports: str, path: str, kind: PathKind) -> str:
+    """The real path of a file a client names (``RpcServices.check_path``).
+
+    A client names files the host opens or writes with its own privileges: session files only
+    from the host's session folder; an export only as a name in the host's exports folder (so
+    it can overwrite no session, context file or extension).
+
+    Raises:
+        UsageError: a session file outside the session folder, or an export path that names no
+            file or a session file.
+    """
+    if kind == "session":
+        return await run_file_work(confine_path, path, (session_dir,))
+    name = os.path.basename(path.replace("\\", "/").rstrip("/"))
+    if name in ("", ".", "..") or "\x00" in name:
+        raise UsageError(f"outputPath {path!r} names no file: give a file name")
+    if name.endswith(SESSION_SUFFIX):
+        raise UsageError(
+            f"outputPath {path!r}: export_html may not write a session file ({SESSION_SUFFIX})"
+        )
+    await run_file_work(functools.partial(os.makedirs, exports, mode=0o700, exist_ok=True))
+    return await run_file_work(confine_path, name, (exports,))
+
+
+async def export_into(
+    inner: Callable[[AgentSession, str | None], Awaitable[str]],
+    check_path: Callable[[str, PathKind], Awaitable[str]],
+    session_id: str,
+    session: AgentSession,
+    output: str | None,
+) -> str:
+    """``export_html`` for a host session: without an ``outputPath`` (where the CLI writes in
+    the session's cwd) the page goes into the host's exports folder."""
+    if output is None:
+        output = await check_path(f"pitrio-session-{session_id}.html", "output")
+    return await inner(session, output)
 
 
 def confine_path(path: str, allowed: tuple[str, ...]) -> str:

@@ -386,6 +386,12 @@ class SessionContext:
         self._overridden = _overrides(hooks, "context_envelope")
         self._has_handlers = getattr(hooks, "has_handlers", None)
 
+    def release(self) -> None:
+        """Let go of the session and the engine, which both refer back here (the session is
+        closed: no request is prepared any more)."""
+        del self._session
+        self._engine = None
+
     def has_context_hook(self) -> bool:
         """Whether a ``context`` hook listens (an extension runner implements the hook for
         every session; it counts only when an extension listens to ``context``)."""
