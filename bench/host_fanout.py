@@ -129,8 +129,9 @@ def start_host(
     args: argparse.Namespace, env: dict[str, str], work: Path, model_id: str
 ) -> tuple[subprocess.Popen[str], int]:
     """``pitrio serve`` on a free port: the process and its port (read from its stderr)."""
+    profile = ["-m", "cProfile", "-o", args.host_profile] if args.host_profile else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "pitrio", "serve", "--port", "0", "--token", TOKEN,
+        [sys.executable, *profile, "-m", "pitrio", "serve", "--port", "0", "--token", TOKEN,
          "--provider", "bench", "--model", model_id, "--no-extensions",
          "--session-dir", str(work / "sessions"), "--root", str(work)],
         cwd=work,
@@ -275,6 +276,7 @@ def main() -> None:
     parser.add_argument("--server-js", default=str(SERVER_JS))
     parser.add_argument("--node", default="node")
     parser.add_argument("--skip-inproc", action="store_true")
+    parser.add_argument("--host-profile", help="run the host under cProfile, stats to this file")
     args = parser.parse_args()
     args.model_id = f"bench?answer_chars={args.answer_chars}&tps={args.tps}"
 
