@@ -467,6 +467,12 @@ def run_all(
                 result["_loadavg_1m"] = os.getloadavg()[0]
                 raw[job.id][side].append(result)
                 note = result.get("error") or f"{result.get('_seconds')} s"
+                # A run that measured wrong answers is not a figure: say so where it is seen.
+                if result.get("errors") or result.get("bad_answers"):
+                    note += (
+                        f" (CHECK: errors {result.get('errors')}, bad answers "
+                        f"{result.get('bad_answers')})"
+                    )
                 print(f"[rep {rep}/{reps}] {job.id} {side}: {note}", file=sys.stderr, flush=True)
 
 
