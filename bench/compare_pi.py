@@ -22,6 +22,11 @@ pi 0.73.1 (its lock file is bench/pi's, so a link to an installed bench/pi copy'
     cp -r ../shared/bench/http /work/pihttp && ln -s /work/pibench/node_modules /work/pihttp/
     python bench/compare_pi.py --suite http --pi-dir /work/pihttp --json /tmp/http.json
     python bench/compare_pi.py --suite http --only http_sessions --reps 1
+    python bench/compare_pi.py --suite http --stretch --reps 2   # adds 5,000 sessions (openai)
+
+Sessions run at N = 200, 1,000 and 2,000 on both APIs; tool arguments at 1k, 4k, 16k and 64k
+characters (pi only up to 16k: it is quadratic, seconds per prompt beyond). A run that reports
+errors or wrong answers is flagged on its progress line.
 
 ``--pitrio-src DIR`` runs pitrio from a copy of the package (``git archive HEAD pitrio | tar
 -x -C DIR``) so that a shared work tree changing during a long run does not change what is
