@@ -22,6 +22,11 @@ pi 0.73.1 (its lock file is bench/pi's, so a link to an installed bench/pi copy'
     cp -r ../shared/bench/http /work/pihttp && ln -s /work/pibench/node_modules /work/pihttp/
     python bench/compare_pi.py --suite http --pi-dir /work/pihttp --json /tmp/http.json
     python bench/compare_pi.py --suite http --only http_sessions --reps 1
+    python bench/compare_pi.py --suite http --stretch --reps 2   # adds 5,000 sessions (openai)
+
+Sessions run at N = 200, 1,000 and 2,000 on both APIs; tool arguments at 1k, 4k, 16k and 64k
+characters (pi only up to 16k: it is quadratic, seconds per prompt beyond). A run that reports
+errors or wrong answers is flagged on its progress line.
 
 ``--pitrio-src DIR`` runs pitrio from a copy of the package (``git archive HEAD pitrio | tar
 -x -C DIR``) so that a shared work tree changing during a long run does not change what is
@@ -220,12 +225,22 @@ def rows(quick: bool) -> list[Row]:
     ]  # fmt: skip
 
 
-def http_jobs(quick: bool) -> list[Job]:
+def http_sizes(quick: bool, stretch: bool) -> tuple[list[str], list[str], list[int]]:
+    """Session counts, the counts run on both APIs, tool-argument lengths of the HTTP suite."""
+    if quick:
+        return ["100", "300"], ["300"], [1000, 4000]
+    counts = ["200", "1000", "2000", *(["5000"] if stretch else [])]
+    return counts, ["200", "1000", "2000"], [1000, 4000, 16000, 64000]
+
+
+PI_TOOL_CHARS_MAX = 16000  # pi takes seconds per prompt above this (quadratic): pitrio only
+
+
+def http_jobs(quick: bool, stretch: bool = False) -> list[Job]:
     """The scenarios of ../shared/bench/http; ``--base-url`` is added to every run."""
     prompts, warmup = ("100", "10") if quick else ("500", "50")
-    n_small, n_large = ("100", "300") if quick else ("200", "1000")
+    counts, both_apis, tool_chars = http_sizes(quick, stretch)
     chars = "250000" if quick else "1000000"
-    tool_chars = "4000" if quick else "16000"
     apis = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
     jobs: list[Job] = []
     for short, api in apis.items():
@@ -237,23 +252,18 @@ def http_jobs(quick: bool) -> list[Job]:
                 ("http_loop.py", "--api", api, "--prompts", prompts, "--warmup", warmup),
             )
         )  # fmt: skip
-    for n in (n_small, n_large):
-        jobs.append(
-            Job(
-                f"http_sessions/openai_n{n}",
-                ("scenarios/http_sessions.mjs", "--n", n),
-                ("http_sessions.py", "--n", n),
-                NODE_GC_FLAGS,
+    for n in counts:
+        for short, api in apis.items():
+            if short == "anthropic" and n not in both_apis:
+                continue
+            jobs.append(
+                Job(
+                    f"http_sessions/{short}_n{n}",
+                    ("scenarios/http_sessions.mjs", "--n", n, "--api", api),
+                    ("http_sessions.py", "--n", n, "--api", api),
+                    NODE_GC_FLAGS,
+                )
             )
-        )
-    jobs.append(
-        Job(
-            f"http_sessions/anthropic_n{n_large}",
-            ("scenarios/http_sessions.mjs", "--n", n_large, "--api", "anthropic-messages"),
-            ("http_sessions.py", "--n", n_large, "--api", "anthropic-messages"),
-            NODE_GC_FLAGS,
-        )
-    )
     for short, api in apis.items():
         jobs.append(
             Job(
@@ -262,23 +272,35 @@ def http_jobs(quick: bool) -> list[Job]:
                 ("http_stream.py", "--api", api, "--chars", chars),
             )
         )
-    for short, api in apis.items():
-        jobs.append(
-            Job(
-                f"http_tool_args/{short}",
-                ("scenarios/http_loop.mjs", "--api", api, "--tool-text-chars", tool_chars,
-                 "--prompts", "5", "--warmup", "1"),
-                ("http_loop.py", "--api", api, "--tool-text-chars", tool_chars,
-                 "--prompts", "5", "--warmup", "1"),
-            )
-        )  # fmt: skip
+    for k in tool_chars:
+        for short, api in apis.items():
+            pi = ("scenarios/http_loop.mjs", "--api", api, "--tool-text-chars", str(k),
+                  "--prompts", "5", "--warmup", "1")  # fmt: skip
+            jobs.append(
+                Job(
+                    f"http_tool_args/{short}_{k // 1000}k",
+                    pi if k <= PI_TOOL_CHARS_MAX else (),
+                    ("http_loop.py", "--api", api, "--tool-text-chars", str(k),
+                     "--prompts", "5", "--warmup", "1"),
+                )
+            )  # fmt: skip
     return jobs
 
 
-def http_rows(quick: bool) -> list[Row]:
-    n_small, n_large = ("100", "300") if quick else ("200", "1000")
+def per_char(chars: int) -> Callable[[dict[str, Any]], float | None]:
+    """A prompt's p50 in microseconds per character of streamed tool arguments (``chars``
+    1000: in milliseconds per prompt)."""
+
+    def get(result: dict[str, Any]) -> float | None:
+        value = key("per_prompt_us_p50")(result)
+        return None if value is None else value / chars
+
+    return get
+
+
+def http_rows(quick: bool, stretch: bool = False) -> list[Row]:
+    counts, both_apis, tool_chars = http_sizes(quick, stretch)
     big = "250 KB" if quick else "1 MB"
-    tool_chars = "4k" if quick else "16k"
     rows_: list[Row] = []
     for short in ("openai", "anthropic"):
         job = f"http_loop/{short}"
@@ -288,22 +310,23 @@ def http_rows(quick: bool) -> list[Row]:
             Row("  same, client CPU µs per prompt", job, key("client_cpu_us_per_prompt"),
                 key("client_cpu_us_per_prompt"), False),
         ]  # fmt: skip
-    for label, n in ((f"openai_n{n_small}", n_small), (f"openai_n{n_large}", n_large),
-                     (f"anthropic_n{n_large}", n_large)):  # fmt: skip
-        job = f"http_sessions/{label}"
-        api = label.split("_")[0]
-        rows_ += [
-            Row(f"H2 {n} sessions, {api}, wall s (ideal 2.12)", job, key("wall_s"),
-                key("wall_s"), False),
-            Row("  same, client CPU ms per session", job, key("client_cpu_ms_per_session"),
-                key("client_cpu_ms_per_session"), False),
-            Row("  same, event-loop lag p99 ms", job, key("lag_p99_ms"), key("lag_p99_ms"),
-                False),
-            Row("  same, peak RSS per session KB", job, key("peak_rss_per_session_kb"),
-                key("peak_rss_per_session_kb"), False),
-            Row(f"  same, TCP connections opened (requests = {2 * int(n)})", job,
-                key("server_connections_opened"), key("server_connections_opened"), False),
-        ]  # fmt: skip
+    for n in counts:
+        for api in ("openai", "anthropic"):
+            if api == "anthropic" and n not in both_apis:
+                continue
+            job = f"http_sessions/{api}_n{n}"
+            rows_ += [
+                Row(f"H2 {n} sessions, {api}, wall s (ideal 2.12)", job, key("wall_s"),
+                    key("wall_s"), False),
+                Row("  same, client CPU ms per session", job, key("client_cpu_ms_per_session"),
+                    key("client_cpu_ms_per_session"), False),
+                Row("  same, event-loop lag p99 ms", job, key("lag_p99_ms"), key("lag_p99_ms"),
+                    False),
+                Row("  same, peak RSS per session KB", job, key("peak_rss_per_session_kb"),
+                    key("peak_rss_per_session_kb"), False),
+                Row(f"  same, TCP connections opened (requests = {2 * int(n)})", job,
+                    key("server_connections_opened"), key("server_connections_opened"), False),
+            ]  # fmt: skip
     for short in ("openai", "anthropic"):
         job = f"http_stream/{short}"
         rows_ += [
@@ -313,11 +336,13 @@ def http_rows(quick: bool) -> list[Row]:
                 key("client_cpu_us_per_delta"), False),
         ]  # fmt: skip
     for short in ("openai", "anthropic"):
-        job = f"http_tool_args/{short}"
-        rows_.append(
-            Row(f"H1 with {tool_chars} characters of streamed tool arguments, {short}, µs per "
-                "prompt (p50)", job, key("per_prompt_us_p50"), key("per_prompt_us_p50"), False)
-        )  # fmt: skip
+        for k in tool_chars:
+            job = f"http_tool_args/{short}_{k // 1000}k"
+            rows_ += [
+                Row(f"H1 with {k // 1000}k characters of streamed tool arguments, {short}, ms "
+                    "per prompt (p50)", job, per_char(1000), per_char(1000), False),
+                Row("  same, µs per argument character", job, per_char(k), per_char(k), False),
+            ]  # fmt: skip
     return rows_
 
 
@@ -447,6 +472,12 @@ def run_all(
                 result["_loadavg_1m"] = os.getloadavg()[0]
                 raw[job.id][side].append(result)
                 note = result.get("error") or f"{result.get('_seconds')} s"
+                # A run that measured wrong answers is not a figure: say so where it is seen.
+                if result.get("errors") or result.get("bad_answers"):
+                    note += (
+                        f" (CHECK: errors {result.get('errors')}, bad answers "
+                        f"{result.get('bad_answers')})"
+                    )
                 print(f"[rep {rep}/{reps}] {job.id} {side}: {note}", file=sys.stderr, flush=True)
 
 
@@ -459,6 +490,9 @@ def main() -> None:
     parser.add_argument("--pitrio-src", help="run pitrio from this copy of the package")
     parser.add_argument("--reps", type=int, help="runs per side and job (default 3, quick 1)")
     parser.add_argument("--quick", action="store_true", help="small N, for a smoke run")
+    parser.add_argument(
+        "--stretch", action="store_true", help="--suite http: also 5,000 sessions (openai)"
+    )
     parser.add_argument("--only", help="comma-separated job id prefixes (loop,stream,cli,...)")
     parser.add_argument("--json", help="write every raw result and the table here")
     parser.add_argument("--node", default="node")
@@ -470,7 +504,7 @@ def main() -> None:
     if not (pi_dir / "node_modules" / "@mariozechner" / "pi-coding-agent").is_dir():
         raise SystemExit(f"{pi_dir}: not an installed copy of pi's bench (see this module's doc)")
     prefixes = args.only.split(",") if args.only else None
-    all_jobs = http_jobs(args.quick) if http else jobs(args.quick)
+    all_jobs = http_jobs(args.quick, args.stretch) if http else jobs(args.quick)
     selected = [job for job in all_jobs if not prefixes or job.id.startswith(tuple(prefixes))]
 
     pi_env = {**os.environ, "PI_CODING_AGENT_DIR": str(pi_dir / "tmp" / "agent")}
@@ -492,7 +526,7 @@ def main() -> None:
             server[0].terminate()
             server[0].wait(10)
 
-    text, data = table(http_rows(args.quick) if http else rows(args.quick), raw)
+    text, data = table(http_rows(args.quick, args.stretch) if http else rows(args.quick), raw)
 
     node = subprocess.run([args.node, "--version"], capture_output=True, text=True, check=False)
     runs = f"median (min-max) of {reps} runs each" if reps > 1 else "one run each"

@@ -88,7 +88,7 @@ async def main_async(args: argparse.Namespace, root: str) -> dict[str, Any]:
 
         async def one(i: int) -> None:
             nonlocal errors, bad_answers, first_error
-            agent.reset()
+            await agent.reset()
             await agent.prompt(f"prompt number {i}: please echo hello world")
             messages = agent.messages
             last = messages[-1] if messages else None

@@ -240,7 +240,7 @@ async def _tool_prompts(args: argparse.Namespace, root: str, size: int | None) -
 
         agent.subscribe(listener)
         for i in range(args.repeat + 1):  # the first is a warm-up
-            agent.reset()
+            await agent.reset()
             deltas = 0
             cpu0 = cpu_s()
             start = time.perf_counter()
