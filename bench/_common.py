@@ -15,18 +15,10 @@ from typing import Any
 import orjson
 import trio
 
-from pitrio.host import (
-    LagMonitor,
-    LoadSessionFactory,
-    RssSampler,
-    current_rss_bytes,
-    echo_tool,
-    make_text,
-    percentile,
-    tool_then_text,
-)
-from pitrio.host import ServedSession as Served
-from pitrio.host import register_bench_faux as setup_faux
+from pitrio.host import LagMonitor, RssSampler, current_rss_bytes, percentile
+from pitrio.host.load import LoadSessionFactory, echo_tool, make_text, tool_then_text
+from pitrio.host.load import ServedSession as Served
+from pitrio.host.load import register_bench_faux as setup_faux
 from pitrio.host.load._script import BENCH_CWD, WORDS
 from pitrio.providers import FauxProvider, ProviderRegistry
 

@@ -25,7 +25,7 @@ from typing import Any
 import trio
 
 from pitrio.actors import MessageUpdateEvent
-from pitrio.host import LoadSessionFactory
+from pitrio.host.load import LoadSessionFactory
 from pitrio.providers import AssistantMessage, TextContent, TextDeltaEvent, open_http_client
 
 from _common import LagMonitor, RssSampler, current_rss_bytes, emit, percentile

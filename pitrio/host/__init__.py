@@ -59,27 +59,6 @@ from pitrio.host.ws._serve import open_host as open_host
 from pitrio.host.ws._tuning import MANY_SESSIONS_GC_THRESHOLD as MANY_SESSIONS_GC_THRESHOLD
 from pitrio.host.ws._tuning import tune_gc_for_many_sessions as tune_gc_for_many_sessions
 
-_MOVED_TO_LOAD = frozenset(
-    {
-        "LoadSessionFactory",
-        "ServedSession",
-        "echo_tool",
-        "make_text",
-        "register_bench_faux",
-        "tool_then_text",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    # The benchmark workload lives in pitrio.host.load; bench/ still imports it from here.
-    if name in _MOVED_TO_LOAD:
-        from pitrio.host import load
-
-        return getattr(load, name)
-    raise AttributeError(f"module 'pitrio.host' has no attribute {name!r}")
-
-
 __all__ = [
     "CODING_TOOLS",
     "COMMANDS_IN_FLIGHT",
