@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -23,6 +25,7 @@ import pytest
 import trio
 import trio.testing
 
+from pitrio.cli._auth import auth_main
 from pitrio.providers.credentials import (
     CredentialStore,
     DeviceCode,
@@ -60,6 +63,8 @@ class AuthServer:
     """A token endpoint (code exchange, refresh, device code) with a scripted device answer."""
 
     challenge: str = ""
+    check_challenge: bool = True
+    """Off when the test cannot see the authorization URL (a bare pasted code)."""
     device_answers: list[str] = attrs.field(factory=list)
     """``error`` codes answered to device polls in turn; then tokens."""
     polls: list[float] = attrs.field(factory=list)
@@ -91,7 +96,8 @@ class AuthServer:
         elif grant == "authorization_code":
             verifier = form["code_verifier"].encode()
             digest = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
-            if digest.decode() != self.challenge or form["code"] != "the-code":
+            mismatch = self.check_challenge and digest.decode() != self.challenge
+            if mismatch or form["code"] != "the-code":
                 await writer.send_body(400, b'{"error":"invalid_grant"}')
                 return
         else:
@@ -340,3 +346,40 @@ async def test_device_code_refusals_are_errors(
         with pytest.raises(LoginError, match=message):
             await login_device_code(device_client(server.url()), on_code=lambda _d: None, http=http)
     assert len(auth.polls) == 1
+
+
+def test_cli_login_with_a_pasted_code_stores_the_entry(tmp_path: Path) -> None:
+    """``pitrio auth login --no-browser`` prints the URL, takes a code pasted on stdin, exchanges
+    it and writes the entry to pitrio's auth.json (the token server runs in another thread)."""
+    auth = AuthServer(check_challenge=False)
+    ready: list[str] = []
+    started, stop = threading.Event(), threading.Event()
+
+    async def run_server() -> None:
+        async with serve(auth.handle) as server:
+            ready.append(server.url())
+            started.set()
+            await trio.to_thread.run_sync(stop.wait)
+
+    thread = threading.Thread(target=trio.run, args=(run_server,))
+    thread.start()
+    try:
+        assert started.wait(10)
+        client = codex(ready[0])
+        out, err = io.StringIO(), io.StringIO()
+        code = auth_main(
+            ["login", "--no-browser"],
+            env={"HOME": str(tmp_path)},
+            out=out,
+            err=err,
+            stdin=io.StringIO("the-code\n"),
+            clients={PROVIDER: client},
+        )
+    finally:
+        stop.set()
+        thread.join()
+    assert (code, err.getvalue()) == (0, "")
+    assert f"{ready[0]}/authorize?" in out.getvalue()
+    stored = json.loads((tmp_path / ".pitrio" / "agent" / "auth.json").read_text())
+    assert stored[PROVIDER]["accountId"] == ACCOUNT
+    assert stored[PROVIDER]["refresh"] == "rt-1"
