@@ -25,6 +25,7 @@
      |    +-- AuthFileError (also ValueError)     an auth.json that is not a JSON object (path)
      |    +-- AuthLockTimeout (also TimeoutError) the auth.json lock stayed held (path)
      |    +-- AuthLockCompromised                 the auth.json lock was taken over while held
+     |    +-- LoginError                          a sign-in did not complete (port, state, refusal)
      |    +-- MissingApiKey                       no API key for the model's provider
      |    +-- HTTPStatusError                     raised inside the HTTP layer, becomes data
      |    |    +-- BedrockHTTPError               an AWS error status, worded as pi words it

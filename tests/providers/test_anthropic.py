@@ -815,8 +815,35 @@ async def test_headers_merge_model_and_option_headers(registry: ProviderRegistry
     assert headers["anthropic-version"] == "2099-01-01"
 
 
-async def test_oauth_token_uses_claude_code_identity(registry: ProviderRegistry) -> None:
-    """An sk-ant-oat token is a bearer token with Claude Code's headers, prompt and tool names."""
+async def test_oauth_token_is_a_plain_bearer_token_by_default(
+    registry: ProviderRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the opt-in, an sk-ant-oat token is sent as a bearer token and nothing imitates
+    Claude Code (no identity headers or betas, no system line, tool names as given)."""
+    monkeypatch.delenv("PITRIO_ANTHROPIC_CLAUDE_CODE_IMITATION", raising=False)
+    token = "sk-ant-oat01-abc"
+    tool = Tool(name="read", description="Read", parameters={"type": "object", "properties": {}})
+    async with serve(sse_handler(fx.to_sse(fx.text_stream()))) as server, open_http_client():
+        context = Context(system_prompt="Sys", messages=[user("Hi")], tools=[tool])
+        await collect(make_model(server), context, StreamOptions(api_key=token), registry)
+    request = server.requests[0]
+    assert request.headers["authorization"] == f"Bearer {token}"
+    assert "x-api-key" not in request.headers
+    assert "claude-code" not in request.headers.get("anthropic-beta", "")
+    assert "oauth" not in request.headers.get("anthropic-beta", "")
+    assert not request.headers.get("user-agent", "").startswith("claude-cli")
+    assert "x-app" not in request.headers
+    body = request.json()
+    assert [b["text"] for b in body["system"]] == ["Sys"]
+    assert body["tools"][0]["name"] == "read"
+
+
+async def test_oauth_token_uses_claude_code_identity_when_opted_in(
+    registry: ProviderRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With PITRIO_ANTHROPIC_CLAUDE_CODE_IMITATION=1, an sk-ant-oat token is a bearer token
+    with Claude Code's headers, prompt and tool names (pi's behaviour)."""
+    monkeypatch.setenv("PITRIO_ANTHROPIC_CLAUDE_CODE_IMITATION", "1")
     token = "sk-ant-oat01-abc"
     tool = Tool(name="read", description="Read", parameters={"type": "object", "properties": {}})
     body_bytes = fx.to_sse(

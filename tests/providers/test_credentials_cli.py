@@ -75,7 +75,29 @@ def test_logout_removes_pitrio_entry_and_reports_pi_entry(tmp_path: Path) -> Non
     assert _run(["logout", "openai"], env)[0] == 1
 
 
-def test_login_is_not_available_yet(capsys: pytest.CaptureFixture[str]) -> None:
-    """``pitrio auth login`` says logins are not available yet and exits 1."""
-    assert main(["auth", "login", "openai-codex"]) == 1
-    assert "logins are not available yet" in capsys.readouterr().err
+@pytest.mark.parametrize("provider", ["anthropic", "github-copilot"])
+def test_subscription_login_is_refused_with_its_terms(
+    provider: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pitrio auth login anthropic|github-copilot`` is refused; ``--subscription-terms`` first
+    prints the provider's terms problem, then says the sign-in is not available."""
+    assert main(["auth", "login", provider]) == 1
+    assert "--subscription-terms" in capsys.readouterr().err
+    assert main(["auth", "login", provider, "--subscription-terms"]) == 1
+    err = capsys.readouterr().err
+    assert "terms" in err.splitlines()[0] or "reserves" in err.splitlines()[0]
+    assert err.rstrip().endswith("subscription sign-in is not available.")
+
+
+def test_login_unknown_provider_names_the_available_ones(tmp_path: Path) -> None:
+    """A provider without a sign-in is an error listing the ones there are."""
+    code, _, err = _run(["login", "mistral"], _home(tmp_path))
+    assert code == 1
+    assert "no sign-in for mistral (available: openai-codex)" in err
+
+
+def test_codex_has_no_device_code_login(tmp_path: Path) -> None:
+    """pi offers no device-code sign-in for OpenAI Codex, so ``--device-code`` is an error."""
+    code, _, err = _run(["login", "openai-codex", "--device-code", "--no-browser"], _home(tmp_path))
+    assert code == 1
+    assert "has no device-code sign-in" in err

@@ -20,8 +20,11 @@ Ports pi-ai 0.73.1's ``anthropic`` provider onto the shared HTTP layer (:mod:`._
   maps pi's thinking levels onto either (pi's ``simple-options``); :func:`stream_anthropic`
   takes them from ``StreamOptions.provider_options`` (see :class:`AnthropicOptions`).
 * **Authentication.** An API key goes in ``x-api-key``. An OAuth token (it contains
-  ``sk-ant-oat``, a Claude subscription) is sent as a bearer token with Claude Code's identity
-  headers, system prompt and tool-name casing. GitHub Copilot uses a bearer token and its
+  ``sk-ant-oat``, a Claude subscription) is sent as a bearer token. pi also dresses such a
+  request as Claude Code (identity headers and betas, Claude Code's system prompt line and
+  tool-name casing); Anthropic's terms forbid using subscription tokens in other tools, so pitrio
+  does that only when ``PITRIO_ANTHROPIC_CLAUDE_CODE_IMITATION=1`` is set (explicit opt-in; the
+  risk to the account is the user's). GitHub Copilot uses a bearer token and its
   per-request headers; Cloudflare AI Gateway substitutes ``{VAR}`` placeholders of its base URL
   from the environment and authenticates with ``cf-aig-authorization``.
 * **Events.** ``message_start`` and ``message_delta`` carry usage (input, output, cache read,
@@ -76,6 +79,8 @@ MESSAGES_PATH: Final = "/v1/messages"
 ANTHROPIC_VERSION: Final = "2023-06-01"
 FINE_GRAINED_TOOL_STREAMING_BETA: Final = "fine-grained-tool-streaming-2025-05-14"
 INTERLEAVED_THINKING_BETA: Final = "interleaved-thinking-2025-05-14"
+CLAUDE_CODE_IMITATION_ENV: Final = "PITRIO_ANTHROPIC_CLAUDE_CODE_IMITATION"
+"""Set to ``1`` to send subscription (OAuth) requests dressed as Claude Code, as pi does."""
 OAUTH_BETAS: Final = ("claude-code-20250219", "oauth-2025-04-20")
 OAUTH_TOKEN_MARKER: Final = "sk-ant-oat"
 CLAUDE_CODE_VERSION: Final = "2.1.75"
@@ -528,6 +533,11 @@ def _resolve_base_url(model: Model) -> str:
     return _ENV_PLACEHOLDER.sub(substitute, url)
 
 
+def claude_code_imitation() -> bool:
+    """Whether the user opted in to pi's Claude Code imitation for subscription tokens."""
+    return os.environ.get(CLAUDE_CODE_IMITATION_ENV) == "1"
+
+
 def _copilot_headers(messages: Sequence[Message]) -> dict[str, str]:
     headers = {
         "X-Initiator": "agent" if messages and messages[-1].role != "user" else "user",
@@ -584,6 +594,9 @@ def _endpoint(
             _copilot_headers(context.messages),
             options.headers,
         )
+    elif OAUTH_TOKEN_MARKER in api_key and not claude_code_imitation():
+        _merge_headers(headers, nulled, {"authorization": f"Bearer {api_key}"})
+        _merge_headers(headers, nulled, beta, model.headers, options.headers)
     elif OAUTH_TOKEN_MARKER in api_key:
         is_oauth = True
         _merge_headers(headers, nulled, {"authorization": f"Bearer {api_key}"})

@@ -5,8 +5,12 @@ pi-ai's ``refreshOpenAICodexToken`` posts a form to ``https://auth.openai.com/oa
 ``access_token``, ``refresh_token`` and a numeric ``expires_in`` (seconds) back, and reads the
 ChatGPT account id from the new access token's JWT claim
 ``https://api.openai.com/auth`` -> ``chatgpt_account_id``. The stored entry becomes
-``{access, refresh, expires, accountId}`` (pi keeps no other field). Signing in itself is not
-here: pitrio renews the tokens a pi sign-in stored.
+``{access, refresh, expires, accountId}`` (pi keeps no other field).
+
+Signing in (:func:`openai_codex_client` for :mod:`._login`) uses pi's browser flow: the
+authorization URL with pi's scopes and extra parameters, the callback on port 1455 (host
+``PI_OAUTH_CALLBACK_HOST`` or ``127.0.0.1``), redirect ``http://localhost:1455/auth/callback``.
+pi has no device-code sign-in for Codex, so neither has pitrio.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -23,6 +27,7 @@ import httpx2
 
 from pitrio.providers._http import current_http_client, make_http_client
 from pitrio.providers.credentials._auth_file import OAuthCredential
+from pitrio.providers.credentials._login import LoginError, OAuthClient
 from pitrio.providers.credentials._refresh import RefreshFn, TokenRefreshError, TokenRefreshers
 
 OPENAI_CODEX_PROVIDER: Final = "openai-codex"
@@ -30,6 +35,9 @@ OPENAI_CODEX_CLIENT_ID: Final = "app_EMoamEEZ73f0CkXaXp7hrann"
 """pi's public OAuth client id for ChatGPT sign-in (not a secret)."""
 OPENAI_CODEX_TOKEN_URL: Final = "https://auth.openai.com/oauth/token"
 JWT_CLAIM_PATH: Final = "https://api.openai.com/auth"
+OPENAI_CODEX_AUTHORIZE_URL: Final = "https://auth.openai.com/oauth/authorize"
+OPENAI_CODEX_CALLBACK_PORT: Final = 1455
+OPENAI_CODEX_SCOPE: Final = "openid profile email offline_access"
 
 
 def openai_codex_account_id(access_token: str) -> str | None:
@@ -124,6 +132,51 @@ def openai_codex_refresher(
         )
 
     return refresh
+
+
+def _codex_entry_fields(access: str) -> dict[str, Any]:
+    account = openai_codex_account_id(access)
+    if account is None:
+        raise LoginError("Failed to extract accountId from token", provider=OPENAI_CODEX_PROVIDER)
+    return {"accountId": account}
+
+
+def openai_codex_client(
+    *,
+    env: Mapping[str, str] | None = None,
+    token_url: str = OPENAI_CODEX_TOKEN_URL,
+    authorize_url: str = OPENAI_CODEX_AUTHORIZE_URL,
+    callback_port: int = OPENAI_CODEX_CALLBACK_PORT,
+    originator: str = "pi",
+) -> OAuthClient:
+    """pi's "Sign in with ChatGPT" client (browser flow only); endpoints overridable for tests.
+
+    Args:
+        env: read for ``PI_OAUTH_CALLBACK_HOST`` (the address the callback binds).
+        token_url: the token endpoint.
+        authorize_url: the authorization endpoint.
+        callback_port: the callback port (pi's 1455; the redirect URI names it).
+        originator: the ``originator`` parameter pi sends (``"pi"``).
+    """
+    host = (env or {}).get("PI_OAUTH_CALLBACK_HOST") or "127.0.0.1"
+    return OAuthClient(
+        provider=OPENAI_CODEX_PROVIDER,
+        name="OpenAI Codex (ChatGPT)",
+        client_id=OPENAI_CODEX_CLIENT_ID,
+        authorize_url=authorize_url,
+        token_url=token_url,
+        scope=OPENAI_CODEX_SCOPE,
+        callback_host=host,
+        callback_port=callback_port,
+        callback_path="/auth/callback",
+        redirect_uri="http://localhost:{port}/auth/callback",
+        authorize_params={
+            "id_token_add_organizations": "true",
+            "codex_cli_simplified_flow": "true",
+            "originator": originator,
+        },
+        entry_fields=_codex_entry_fields,
+    )
 
 
 def default_refreshers() -> TokenRefreshers:
