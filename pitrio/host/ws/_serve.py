@@ -54,6 +54,10 @@ from pitrio.host.ws._http import (
 from pitrio.host.ws._metrics import HostMetrics, QueueSample
 from pitrio.providers import ModelThinkingLevel
 from pitrio.sessions import run_file_work
+from pitrio.sessions.storage._journal import (
+    next_epoch,
+    recover_interrupted_turn,
+)
 
 __all__ = ["WS_MESSAGE_QUEUE", "WS_PATH", "Host", "open_host"]
 
@@ -295,10 +299,19 @@ class Host:
             if path is None:
                 raise CommandRefused("unknown_session", f"Unknown session: {session_id}")
             request = SessionRequest(session_dir=self.config.session_dir, session_file=path)
+            try:
+                # A turn a crash interrupted is closed in the file before it loads, so the
+                # session, and every client that resumes, sees it answered (aborted).
+                closed = await run_file_work(recover_interrupted_turn, path)
+                epoch = await run_file_work(next_epoch, path)
+            except (PitrioError, OSError) as exc:
+                raise CommandRefused("session_failed", f"Cannot open the session: {exc}") from exc
+            if closed is not None:
+                log.warning("turn_recovered", session=session_id, blocks=len(closed.content))
             # The token that reopens it owns it now: it counts towards that token's limit.
             self._reserve(token)
             try:
-                return await self._start(request, token, session_id)
+                return await self._start(request, token, session_id, epoch)
             except BaseException:
                 self._release(token)
                 raise
@@ -307,12 +320,16 @@ class Host:
             opening.set()
 
     async def _start(
-        self, request: SessionRequest, owner: str, expected_id: str | None = None
+        self,
+        request: SessionRequest,
+        owner: str,
+        expected_id: str | None = None,
+        epoch: int = 1,
     ) -> LiveSession:
         nursery = self._sessions_nursery
         if nursery is None:
             raise CommandRefused("draining", "The host is shutting down")
-        live = LiveSession(request, owner, self.config.idle_timeout, roots=self.roots)
+        live = LiveSession(request, owner, self.config.idle_timeout, roots=self.roots, epoch=epoch)
         try:
             started: LiveSession = await nursery.start(live.run, self.factory, self._closed)
         except (PitrioError, OSError, ValueError) as exc:
