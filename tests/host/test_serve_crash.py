@@ -21,9 +21,9 @@ import attrs
 import trio
 
 from pitrio.sessions.storage._journal import (
-    EPOCH_SUFFIX,
     HOST_STOPPED_MESSAGE,
     JOURNAL_SUFFIX,
+    read_epoch,
     read_journal,
 )
 from tests.host.serve_helpers import Client, faux_env, open_client, open_test_host
@@ -81,6 +81,10 @@ def _text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(block["text"] for block in content if block["type"] == "text")
+
+
+def _has_journal(view: View) -> bool:
+    return os.path.exists(view.file + JOURNAL_SUFFIX)
 
 
 def file_messages(path: str) -> list[dict[str, Any]]:
@@ -181,10 +185,11 @@ async def resume(client: Client, view: View, epoch: int) -> None:
 
 
 async def wait_for_journal_text(view: View) -> str:
-    """The journal's text once it holds some (polled: it is written by another process)."""
+    """The journal's text once it holds ``You said: `` and more (polled: another process
+    writes it)."""
     while True:
         journal = read_journal(view.file)
-        if journal is not None and journal.text():
+        if journal is not None and len(journal.text()) > len("You said: "):
             return journal.text()
         await trio.sleep(0.02)
 
@@ -256,7 +261,7 @@ async def test_sigkill_then_sigterm_every_client_resumes_with_its_cursor(tmp_pat
                     last = assert_aborted_answer(view, seen[view.session], HOST_STOPPED_MESSAGE)
                     recovered = _text(last)
                     assert recovered.startswith(journaled[view.session])
-                    assert not os.path.exists(view.file + JOURNAL_SUFFIX)
+                    assert not _has_journal(view)
                 assert [m["role"] for m in first.messages] == ["user", "assistant"]
                 assert [m["role"] for m in later.messages] == ["user", "assistant"] * 2
                 assert idle.messages[-1]["stopReason"] == "stop"
@@ -277,8 +282,8 @@ async def test_sigkill_then_sigterm_every_client_resumes_with_its_cursor(tmp_pat
             for view in (first, later, idle):
                 # Nothing missed up to the drain: the view built from events is the file.
                 assert view.messages == file_messages(view.file)
-                assert not os.path.exists(view.file + JOURNAL_SUFFIX)
-                assert Path(view.file + EPOCH_SUFFIX).read_text().strip() == "2"
+                assert not _has_journal(view)
+                assert read_epoch(view.file) == 2
             assert_aborted_answer(later, sigterm_seen, None)
 
             # Life 3: resumed with cursors of epoch 2; nothing is added to the closed turns.

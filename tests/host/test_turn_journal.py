@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import trio
@@ -65,7 +66,7 @@ async def test_a_streaming_answer_is_written_at_once_then_at_most_once_per_inter
         nursery.cancel_scope.cancel()
     writes = [(t, written) for t, op, _, written in disk.log if op == "write"]
     assert writes[0] == (start, "")
-    gaps = [b[0] - a[0] for a, b in zip(writes, writes[1:], strict=False)]
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(writes)]
     assert min(gaps) >= JOURNAL_INTERVAL
     assert len(writes) <= 2 / JOURNAL_INTERVAL + 3
     for at, noted in updates:
