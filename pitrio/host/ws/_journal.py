@@ -4,7 +4,8 @@
 
     LiveSession.run's nursery
      |- TurnJournal.follow   session.events(policy="coalesce"): notes the streaming assistant
-     |                       message (start, updates) and its end
+     |                       message (start, updates) and its end; while one streams it reads
+     |                       once per interval (the deltas merge meanwhile), not per token
      `- TurnJournal.run      writes the latest note at most once per interval, in a worker
                              thread; deletes the journal once the message ended
 
@@ -29,8 +30,9 @@ __all__ = ["JOURNAL_INTERVAL", "TurnJournal"]
 
 JOURNAL_INTERVAL: Final = 0.25
 """Seconds between two writes of a streaming answer's journal (the most kill -9 can lose)."""
-JOURNAL_SUBSCRIPTION: Final = 8
-"""Events the journal's subscription may hold (streamed deltas merge: it needs the latest)."""
+JOURNAL_SUBSCRIPTION: Final = 64
+"""Events the journal's subscription may hold while it waits an interval (streamed deltas
+merge; past the coalescing overrun of other events it follows again from the next)."""
 
 Write = Callable[[str, AssistantMessage, int], Awaitable[object]]
 Delete = Callable[[str], Awaitable[object]]
@@ -133,7 +135,8 @@ class TurnJournal:
             message = event.message
             if not isinstance(message, AssistantMessage | PartialAssistantMessage):
                 return
-            if isinstance(event, MessageStartEvent):
+            if isinstance(event, MessageStartEvent) or self._file is None:
+                # (An update without its start: this subscription was cut off meanwhile.)
                 self.started(session.session_file, message)
             else:
                 self.updated(message)
@@ -152,6 +155,11 @@ class TurnJournal:
                     async for item in subscription:
                         if not isinstance(item, Snapshot):
                             self._see(session, item.event)
+                        if self._file is not None and not subscription.statistics().buffered:
+                            # An answer streams: its deltas merge in the buffer meanwhile,
+                            # rather than waking this task per token (it is written once
+                            # per interval anyway).
+                            await trio.sleep(self._interval)
                 return  # the session closed
             except SubscriberLagged:
                 # Cut off (the host is very busy): follow again from now; the next update
