@@ -343,7 +343,6 @@ class LiveSession:
                     journal = None
                     if opened.session.session_file is not None:
                         journal = TurnJournal()
-                        tasks.start_soon(journal.run)
                         tasks.start_soon(journal.follow, opened.session)
                     started = True
                     task_status.started(self)

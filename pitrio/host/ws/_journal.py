@@ -3,14 +3,15 @@
 ::
 
     LiveSession.run's nursery
-     |- TurnJournal.follow   session.events(policy="coalesce"): notes the streaming assistant
-     |                       message (start, updates) and its end; while one streams it reads
-     |                       once per interval (the deltas merge meanwhile), not per token
-     `- TurnJournal.run      writes the latest note at most once per interval, in a worker
-                             thread; deletes the journal once the message ended
+     `- TurnJournal.follow   idle: waits on session.events() for a run to start
+                             during a run: once per interval, writes the streaming assistant
+                             message (session.agent.stream_message) in a worker thread if it
+                             changed, or deletes the journal when none streams (it ended)
 
-A process killed with SIGKILL loses at most what streamed since the last write: one interval
-(:data:`JOURNAL_INTERVAL`) of the answer, plus the time that write takes.
+A run is sampled, not followed event by event: streaming costs the session nothing per token
+(no subscription buffering or merging deltas for the journal), one wake-up and at most one
+write per interval. A process killed with SIGKILL loses at most what streamed since the last
+write: one interval (:data:`JOURNAL_INTERVAL`), plus the time that write takes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from typing import Final
 
 import trio
 
-from pitrio.actors import AgentEndEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent
-from pitrio.channels import Snapshot, SubscriberLagged
 from pitrio.providers import AssistantMessage, PartialAssistantMessage
 from pitrio.sessions import AgentSession, run_file_work
 from pitrio.sessions.storage._journal import JOURNAL_MAX_BYTES, delete_journal, write_journal
@@ -30,9 +29,8 @@ __all__ = ["JOURNAL_INTERVAL", "TurnJournal"]
 
 JOURNAL_INTERVAL: Final = 0.25
 """Seconds between two writes of a streaming answer's journal (the most kill -9 can lose)."""
-JOURNAL_SUBSCRIPTION: Final = 64
-"""Events the journal's subscription may hold while it waits an interval (streamed deltas
-merge; past the coalescing overrun of other events it follows again from the next)."""
+WATCH_BUFFER: Final = 16
+"""Events the idle watch's subscription may hold (it only waits for the first of a run)."""
 
 Write = Callable[[str, AssistantMessage, int], Awaitable[object]]
 Delete = Callable[[str], Awaitable[object]]
@@ -49,10 +47,10 @@ async def _delete(session_file: str) -> None:
 class TurnJournal:
     """Keeps the journal of one session's streaming assistant message.
 
-    :meth:`started`, :meth:`updated` and :meth:`ended` note what streams (:meth:`follow` calls
-    them from the session's events); :meth:`run` writes: the first note of a message at once,
-    later ones at most once per ``interval``, each write the latest message (cut to
-    ``max_bytes``); once the message ended, the journal is deleted. ``write`` and ``delete``
+    :meth:`follow` runs for the session's life: while a run is in progress it looks at the
+    streaming message every ``interval`` seconds (the first look when the run starts) and
+    writes it (cut to ``max_bytes``) when it changed; when no assistant message streams (the
+    run ended, a tool runs, the answer ended) the journal is deleted. ``write`` and ``delete``
     do the file work (tests pass their own).
     """
 
@@ -68,100 +66,57 @@ class TurnJournal:
         self._max_bytes = max_bytes
         self._write = write
         self._delete = delete
-        self._file: str | None = None
-        """The session file of the message streaming now."""
-        self._latest: AssistantMessage | PartialAssistantMessage | None = None
+        self._last: object = None
+        """The message last written (a new snapshot per streamed token: compared by identity)."""
         self._written: str | None = None
         """The session file whose journal exists on disk (written, not deleted yet)."""
-        self._wake = trio.Event()
 
-    def started(
-        self, session_file: str | None, message: AssistantMessage | PartialAssistantMessage
-    ) -> None:
-        """An assistant message of ``session_file`` (None: in memory, nothing kept) started."""
-        self._file = session_file
-        self._note(message if session_file is not None else None)
-
-    def updated(self, message: AssistantMessage | PartialAssistantMessage) -> None:
-        if self._file is not None:
-            self._note(message)
-
-    def ended(self) -> None:
-        """The message ended (it is in the session file, or the run stopped)."""
-        self._file = None
-        self._note(None)
-
-    def _note(self, message: AssistantMessage | PartialAssistantMessage | None) -> None:
-        self._latest = message
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Write and delete the journal as noted, until cancelled (then a journal whose
-        message ended is still deleted)."""
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake = trio.Event()
-                latest, file = self._latest, self._file
-                if latest is None or file is None:
-                    await self._remove()
-                    continue
-                if self._written is not None and self._written != file:
-                    await self._remove()  # the session moved to another file meanwhile
-                message = (
-                    latest.to_message() if isinstance(latest, PartialAssistantMessage) else latest
-                )
-                self._written = file
-                await self._write(file, message, self._max_bytes)
+    async def follow(self, session: AgentSession) -> None:
+        """Journal ``session``'s runs until it closes (or this task is cancelled)."""
+        while True:
+            if not session.is_streaming and not await self._wait_for_run(session):
+                return
+            while session.is_streaming:
+                await self._look(session)
                 await trio.sleep(self._interval)
-        finally:
-            if self._latest is None and self._written is not None:
-                with trio.CancelScope(shield=True):
-                    await self._remove()
+            await self._remove()
+
+    async def _wait_for_run(self, session: AgentSession) -> bool:
+        """Return True once a run is in progress; False if the session closed first."""
+        # No checkpoint between the caller's is_streaming test and the subscription: a run
+        # that starts after it publishes its first event to this subscription.
+        async with session.events(policy="coalesce", max_buffer=WATCH_BUFFER) as events:
+            async for _ in events:
+                if session.is_streaming:
+                    return True
+        return False
+
+    async def _look(self, session: AgentSession) -> None:
+        message = session.agent.stream_message
+        file = session.session_file
+        if (
+            file is None
+            or not isinstance(message, AssistantMessage | PartialAssistantMessage)
+            or message.role != "assistant"
+        ):
+            await self._remove()  # no answer streams now: the last one is in the file
+            return
+        if message is self._last and self._written == file:
+            return
+        if self._written is not None and self._written != file:
+            await self._remove()  # the session moved to another file
+        self._last = message
+        self._written = file
+        whole = message.to_message() if isinstance(message, PartialAssistantMessage) else message
+        await self._write(file, whole, self._max_bytes)
 
     async def discard(self) -> None:
         """Delete the journal on disk, if any (the session closed with no answer in flight)."""
-        self._latest = self._file = None
         with trio.CancelScope(shield=True):
             await self._remove()
 
     async def _remove(self) -> None:
         written, self._written = self._written, None
+        self._last = None
         if written is not None:
             await self._delete(written)
-
-    def _see(self, session: AgentSession, event: object) -> None:
-        if isinstance(event, MessageStartEvent | MessageUpdateEvent):
-            message = event.message
-            if not isinstance(message, AssistantMessage | PartialAssistantMessage):
-                return
-            if isinstance(event, MessageStartEvent) or self._file is None:
-                # (An update without its start: this subscription was cut off meanwhile.)
-                self.started(session.session_file, message)
-            else:
-                self.updated(message)
-        elif isinstance(event, AgentEndEvent) or (
-            isinstance(event, MessageEndEvent) and event.message.role == "assistant"
-        ):
-            self.ended()
-
-    async def follow(self, session: AgentSession) -> None:
-        """Note ``session``'s streaming assistant messages until it closes."""
-        while True:
-            try:
-                async with session.events(
-                    policy="coalesce", max_buffer=JOURNAL_SUBSCRIPTION
-                ) as subscription:
-                    async for item in subscription:
-                        if not isinstance(item, Snapshot):
-                            self._see(session, item.event)
-                        if self._file is not None and not subscription.statistics().buffered:
-                            # An answer streams: its deltas merge in the buffer meanwhile,
-                            # rather than waking this task per token (it is written once
-                            # per interval anyway).
-                            await trio.sleep(self._interval)
-                return  # the session closed
-            except SubscriberLagged:
-                # Cut off (the host is very busy): follow again from now; the next update
-                # carries the whole message so far.
-                continue
