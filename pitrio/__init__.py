@@ -18,3 +18,5 @@ from pitrio._exceptions import UsageError as UsageError
 __version__ = "0.1.0"
 
 __all__ = ["PitrioError", "UsageError", "__version__"]
+
+PitrioError.__module__ = UsageError.__module__ = "pitrio"  # their public path, as publish() does

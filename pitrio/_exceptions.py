@@ -27,12 +27,19 @@
      |    +-- AuthLockCompromised                 the auth.json lock was taken over while held
      |    +-- MissingApiKey                       no API key for the model's provider
      |    +-- HTTPStatusError                     raised inside the HTTP layer, becomes data
+     |    |    +-- BedrockHTTPError               an AWS error status, worded as pi words it
+     |    |    +-- CodexHTTPError                 a Codex backend error status, as pi words it
      |    +-- InvalidStreamError                  an SSE event a provider cannot read
      |    |    +-- NotAnEventStreamError          a 2xx answer whose body is not SSE (type, head)
+     |    |    +-- EventStreamError               a Bedrock event stream frame that is not valid
      |    +-- StreamStalledError                  no byte from the server for the stall timeout
      |    +-- StreamErrorChunk                    an error object inside an SSE stream
      |    +-- FinishReasonError                   a finish reason that ends the answer in error
      |    +-- TruncatedStreamError                a stream that ended before its final event
+     |    +-- BedrockServiceError                 an exception frame inside a Bedrock stream
+     |    +-- CodexApiError                       a failure the Codex backend reported in-stream
+     |    +-- MistralStreamError                  an error object inside a Mistral stream
+     |    +-- VertexAuthError                     Vertex ADC credentials could not be loaded
      +-- SessionError                            pitrio.sessions
      |    +-- SessionFileCorrupt (also ValueError)  a session line that cannot be read (file, line)
      |    +-- SessionEntryNotFound (also LookupError)

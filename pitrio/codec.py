@@ -1,5 +1,8 @@
 """The wire codec: pitrio's attrs classes <-> pi's JSON.
 
+Kept in one module: the codec machinery (hook factories, unions, sealing) is one
+cattrs converter's configuration.
+
 A wire type is an attrs class decorated with :func:`wire`. Every codec
 
 * renames ``snake_case`` attributes to pi's ``camelCase`` keys (or the key named in a field's

@@ -54,3 +54,19 @@ def test_the_tree_docstring_names_every_class_under_its_parent() -> None:
         assert all(d > parent_depth for d in between), (
             f"{cls.__name__} is drawn outside its base {parent.__name__}'s subtree"
         )
+
+
+def test_every_library_error_has_a_public_import_path() -> None:
+    """Each layer exports its error subtree: every PitrioError subclass outside the command
+    line (whose errors become a message and an exit code) is in some public ``__all__``."""
+    public: set[str] = set(pitrio.__all__)
+    for info in pkgutil.walk_packages(pitrio.__path__, "pitrio."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        public.update(getattr(importlib.import_module(info.name), "__all__", ()))
+    hidden = sorted(
+        cls.__name__
+        for cls in _pitrio_error_classes()
+        if cls.__name__ not in public and not cls.__module__.startswith("pitrio.cli")
+    )
+    assert hidden == []

@@ -1,6 +1,6 @@
 """The package's shape: layers import only downward, and no module imports its importer.
 
-ARCHITECTURE.md s.1: ``cli -> host -> sessions/extensions -> actors -> tools -> providers ->
+ARCHITECTURE.md s.1: ``cli -> tui / host -> sessions/extensions -> actors -> tools -> providers ->
 channels``. Imports made only for type checking count too: a module that needs its importer's types names
 them in a protocol of its own instead, as ``sessions/_session_core.py`` does for the session
 actor.
@@ -16,7 +16,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "pitrio"
 
-LAYERS = ["channels", "providers", "tools", "actors", "sessions", "extensions", "host", "cli"]
+LAYERS = [
+    "channels",
+    "providers",
+    "tools",
+    "actors",
+    "sessions",
+    "extensions",
+    "host",
+    "tui",
+    "cli",
+]
 """Bottom to top. A module may import its own layer and the layers below it (and the package
 root's helpers: ``pitrio.codec``, ``pitrio._exceptions`` ...)."""
 

@@ -1,5 +1,8 @@
 """The ``Agent`` facade (seed 002 s.1.1-1.6): state, queues, runs and the event bus.
 
+Kept in one module: pi's Agent facade and the actor that owns its state; the loop
+and tool runner live apart.
+
 ::
 
     async with open_agent(model=model, tools=[...]) as agent:
@@ -125,6 +128,8 @@ AGENT_INBOX: Final = 16
 once (a run is started, the busy policy answers, the state changes), so the inbox only fills if
 16 callers race in one tick."""
 
+_CLOSED_STREAM: Final = RegistryStream(None)
+"""The ``stream_fn`` a closed agent keeps in place of its owner's (it starts no run)."""
 
 Subscriber = Callable[[AgentEvent], "Awaitable[None] | None"]
 
@@ -170,7 +175,7 @@ class _StartRun:
     prompts: list[AgentMessage] | None
     skip_initial_steering_poll: bool
     policy: BusyPolicy
-    # Reply, not Reply[...](): subscripting the class builds a typing alias per call (~1.3 us).
+    # Reply, not Reply[...](): subscripting the class builds a typing alias per call.
     reply: Reply[None] = attrs.Factory(Reply)
     """Answered at once when the command starts no run, else when its run has ended."""
     run: _Run | None = None
@@ -410,6 +415,25 @@ class Agent:
         self._steering.close()
         self._follow_up.close()
         self._bus.close()
+        self._release_callbacks()
+
+    def _release_callbacks(self) -> None:
+        # An owner's callbacks are usually its bound methods or closures over it (a session
+        # actor's convert_to_llm, record_event, prepare_request ...): each is a reference
+        # cycle through the owner, which would leave a closed agent and its owner to the
+        # cycle collector. A closed agent runs nothing, so it lets go of them; its state
+        # (messages, model ...) stays readable.
+        self.convert_to_llm = default_convert_to_llm
+        self.transform_context = None
+        self.get_api_key = None
+        self.stream_fn = _CLOSED_STREAM
+        self.on_payload = None
+        self.before_tool_call = None
+        self.after_tool_call = None
+        self.should_stop_after_turn = None
+        self.on_message_end = None
+        self.prepare_request = None
+        self.record_event = None
 
     async def _serve(self, inbox: Mailbox[_StartRun | StateChange]) -> NoReturn:
         """The agent's own task: execute commands one at a time, in arrival order."""

@@ -1,5 +1,8 @@
 """LoopController: the turn loop of seed 002 s.2, one per run.
 
+Kept in one module: the turn loop of seed 002 s.2 reads as one state machine; its
+steps share the run's locals.
+
 ::
 
     agent_start, turn_start, prompts (message_start/end)

@@ -1,5 +1,8 @@
 """A per-session, sequenced event bus with a replay ring, for hosts whose clients reconnect.
 
+Kept in one module: the sequenced log, its replay ring and the subscriptions'
+coalescing are one structure.
+
 `Broadcast` is pi's ``subscribe``/``emit``: events go to whoever listens now and are gone.
 A host (RPC over stdio, a websocket server) needs more: a client that drops and reconnects wants
 the events it missed, in order, without doubles, and a slow client must not slow the agent. The
@@ -819,6 +822,8 @@ class EventLog(Generic[T]):
         if self._closed:
             return
         self._closed = True
+        # The snapshot callable is usually the owner's bound method: a cycle through the owner.
+        self._snapshot = None
         if self._pending is not None:
             self._pending.clear()
         callbacks, self._callbacks = self._callbacks, ()

@@ -15,6 +15,7 @@ Error handling:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TextIO
@@ -144,8 +145,13 @@ def open_cli_session(
     if runner is None:
         return open_agent_session(**options)
 
+    # The runner keeps this function: it refers to neither the runner (weakly) nor the runtime
+    # (which holds the runner), else every closed session's runner would be a cycle left to
+    # the cycle collector.
+    runner_ref = weakref.ref(runner)
+    base = runtime.base_resources or runtime.resources
+
     async def reload_resources(skill_paths: Sequence[str], prompt_paths: Sequence[str]) -> None:
-        base = runtime.base_resources or runtime.resources
         request = attrs.evolve(
             base,
             skill_paths=(*base.skill_paths, *skill_paths),
@@ -154,7 +160,10 @@ def open_cli_session(
         resources = await load_session_resources(request)
         for warning in resource_warnings(resources):
             log.warning("reload_resource_warning", warning=warning)
-        session = runner.require_session()
+        owner = runner_ref()
+        if owner is None:
+            return  # the runner (and its session) is gone: nothing to reload
+        session = owner.require_session()
         active = [tool.name for tool in session.agent.tools]
         await session.set_resources(
             system_prompt=resources.build_system_prompt(active),

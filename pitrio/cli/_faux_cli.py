@@ -25,6 +25,7 @@ browser or a test can watch an answer arrive; unset or ``0``, it streams as fast
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
@@ -166,6 +167,29 @@ def load_faux_script(path: str) -> list[AssistantMessage]:
         raise FauxScriptError(path, str(exc)) from exc
 
 
+class _EchoForever:
+    """The echo response that queues itself again for the next request.
+
+    A callable object holding the provider weakly: the provider queues it, so a nested
+    function naming itself and the provider would be a cycle left to the cycle collector when
+    a session's registry is dropped.
+    """
+
+    __slots__ = ("_provider",)
+
+    def __init__(self, provider: FauxProvider) -> None:
+        self._provider = weakref.ref(provider)
+
+    def __call__(
+        self, context: Context, options: StreamOptions, state: FauxState, model: Model
+    ) -> AssistantMessage:
+        # The faux provider consumes one queued response per request: queue the next one.
+        provider = self._provider()
+        if provider is not None:
+            provider.append_responses([self])
+        return faux_assistant_message(echo_reply(context))
+
+
 def register_echo_faux(
     registry: ProviderRegistry, env: Mapping[str, str] | None = None
 ) -> FauxProvider:
@@ -194,12 +218,6 @@ def register_echo_faux(
         faux.set_responses(load_faux_script(script))
         return faux
 
-    def respond(
-        context: Context, options: StreamOptions, state: FauxState, model: Model
-    ) -> AssistantMessage:
-        # The faux provider consumes one queued response per request: queue the next one.
-        faux.append_responses([respond])
-        return faux_assistant_message(echo_reply(context))
-
+    respond = _EchoForever(faux)
     faux.set_responses([respond])
     return faux

@@ -1,5 +1,8 @@
 """Argument parsing and dispatch for the ``pitrio`` command.
 
+Kept in one module: pi's flag table and the mode dispatch: one parser, kept next to
+what each flag selects.
+
 ``pitrio demo ...`` runs the scripted demo; anything else is the agent command, whose flags
 follow pi 0.73.1's (``pitrio --help``). Heavy modules are imported only once they are needed,
 so ``--version`` and ``--help`` answer at once.
@@ -35,7 +38,8 @@ request). Send messages to a model and print the answer (-p) or every event as J
 APPEND_SYSTEM.md, skills and prompt templates, as pi builds it. Sessions are saved per working
 directory and can be continued (-c), resumed (-r) or forked (--fork).
 
-The interactive mode and themes are not available yet.
+On a terminal, without -p or --mode, pitrio starts its interactive mode (/hotkeys lists
+the keys, / the commands).
 
 commands:
   pitrio serve             serve many sessions over websockets, with a browser page
@@ -516,25 +520,30 @@ def run_agent_command(
     if conflict is not None:
         err.write(f"{conflict}\n")
         return 1
+    pick = (
+        pick_from_terminal(err, read_line, env)
+        if args.resume and stdin_is_tty and read_line is not None
+        else None
+    )
+    if not args.print_mode and args.mode is None and stdin_is_tty:
+        # pi's mode selection: no -p, no --mode and a terminal -> the interactive mode.
+        from pitrio.cli._interactive import run_interactive_command, stdout_is_terminal
+
+        if stdout_is_terminal(out):
+            return run_interactive_command(args, err=err, env=env, cwd=cwd, pick=pick)
     piped = stdin_text()
     has_input = bool(build_prompts(args.messages, piped)) or bool(args.file_args)
     if not has_input and not args.print_mode and args.mode is None:
-        # pi would start its interactive mode here.
         _agent_parser().print_usage(err)
         err.write(
-            "pitrio: no message given (the interactive mode is not available yet; "
-            'try pitrio -p "Hello", or pitrio --help)\n'
+            "pitrio: no message given (the interactive mode needs a terminal on stdin and "
+            'stdout; try pitrio -p "Hello", or pitrio --help)\n'
         )
         return 2
     if not has_input:
         # -p (or --mode json) with nothing to send: a usage mistake, not a silent success.
         err.write('pitrio: no message given and nothing piped on stdin (try pitrio -p "Hello")\n')
         return 2
-    pick = (
-        pick_from_terminal(err, read_line, env)
-        if args.resume and stdin_is_tty and read_line is not None
-        else None
-    )
     from pitrio.cli._extensions import discover_resources, load_cli_extensions
 
     try:

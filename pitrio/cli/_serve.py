@@ -24,7 +24,14 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 if TYPE_CHECKING:
-    from pitrio.host import HostConfig, OpenedSession, SessionFactory, SessionRequest
+    from pitrio.host import (
+        Confinement,
+        HostConfig,
+        OpenedSession,
+        SessionFactory,
+        SessionRequest,
+    )
+    from pitrio.tools.builtin import BashOperations
 
 TOKEN_ENV: Final = "PITRIO_HOST_TOKEN"
 """Environment variable holding the host token."""
@@ -114,6 +121,17 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="load only the -e extensions, not the project's, global or installed ones",
     )
+    parser.add_argument(
+        "--state-dir",
+        help="where the host keeps client tokens (tokens.json) and export_html's files "
+        "(exports/) (default: the session directory's .host folder)",
+    )
+    parser.add_argument(
+        "--client-tools",
+        metavar="NAMES",
+        help="comma-separated built-in tools a client token's sessions get unless its "
+        "create_token grant names others (default: read,grep,find,ls)",
+    )
     parser.add_argument("--provider", help="the sessions' provider (as pitrio --provider)")
     parser.add_argument("--model", help="the sessions' model (as pitrio --model)")
     parser.add_argument("--thinking", help="the sessions' thinking level")
@@ -180,6 +198,7 @@ def make_session_factory(
             session=request.session_file,
             session_dir=request.session_dir,
             no_session=request.ephemeral,
+            tools=request.tools,
         )
         build = functools.partial(
             build_runtime,
@@ -191,7 +210,10 @@ def make_session_factory(
             notice=warn,
         )
         runtime = await trio.to_thread.run_sync(build)
+        bash_operations = None
         try:
+            if request.confinement is not None:
+                runtime, bash_operations = _confine(runtime, request.confinement, warn)
             if request.model and not _known_model(runtime):
                 raise CliError(
                     f'Unknown model "{request.model}": not in the host\'s model registry '
@@ -230,9 +252,35 @@ def make_session_factory(
         )
         options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
         async with open_cli_session(runtime, options) as session:
-            yield OpenedSession(session, services, load_errors)
+            yield OpenedSession(session, services, load_errors, bash_operations)
 
     return factory
+
+
+def _confine(
+    runtime: Any, confinement: Confinement, warn: Callable[[str], None]
+) -> tuple[Any, BashOperations | None]:
+    """``runtime`` for a client token's session: its file tools confined (the agent dirs
+    hidden too), bash run under the ``sandboxCommand`` setting, no tool an extension could
+    turn on later; and the operations its user ``bash`` commands run with."""
+    import attrs
+
+    from pitrio.cli._coding import setting_value
+    from pitrio.host import build_tools, sandbox_command
+
+    settings = runtime.settings
+    hidden = (*confinement.hidden, runtime.dirs.write_dir, *runtime.dirs.fallback_dirs)
+    sandbox = sandbox_command(settings.settings.get("sandboxCommand"))
+    confinement = attrs.evolve(confinement, hidden=hidden, sandbox=sandbox)
+    tools, user_bash = build_tools(
+        runtime.tool_names,
+        runtime.resources.cwd,
+        confinement=confinement,
+        shell_path=setting_value(settings, "shellPath", str, warn),
+        command_prefix=setting_value(settings, "shellCommandPrefix", str, warn),
+        auto_resize_images=runtime.auto_resize_images,
+    )
+    return attrs.evolve(runtime, tools=tools, available_tools=()), user_bash
 
 
 def _known_model(runtime: Any) -> bool:
@@ -291,7 +339,28 @@ def host_config(args: argparse.Namespace, *, cwd: str, token: str, session_dir: 
         roots=tuple(os.path.abspath(os.path.join(cwd, root)) for root in args.root) or (cwd,),
         allow_any_cwd=args.allow_any_cwd,
         limits=HostLimits(max_sessions_per_token=args.max_sessions_per_token),
+        state_dir=os.path.abspath(os.path.join(cwd, args.state_dir)) if args.state_dir else None,
+        **_client_tools(args.client_tools),
     )
+
+
+def _client_tools(flag: str | None) -> dict[str, Any]:
+    """``--client-tools`` as a :class:`~pitrio.host.HostConfig` field (none: its default).
+
+    Raises:
+        CliError: a name that is not a built-in tool.
+    """
+    if flag is None:
+        return {}
+    from pitrio.cli._setup import CliError
+    from pitrio.tools.builtin import builtin_tool_names
+
+    names = tuple(dict.fromkeys(name.strip() for name in flag.split(",") if name.strip()))
+    unknown = [name for name in names if name not in builtin_tool_names()]
+    if unknown:
+        known = ", ".join(builtin_tool_names())
+        raise CliError(f"--client-tools: unknown tool {unknown[0]!r} (built-in tools: {known})")
+    return {"client_tools": names}
 
 
 async def run_host(factory: SessionFactory, config: HostConfig, *, err: TextIO) -> int:
@@ -387,7 +456,11 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
             "with --session-dir\n"
         )
         return 1
-    config = host_config(args, cwd=cwd, token=token or "", session_dir=session_dir)
+    try:
+        config = host_config(args, cwd=cwd, token=token or "", session_dir=session_dir)
+    except CliError as exc:
+        err.write(f"{exc}\n")
+        return 1
     factory = make_session_factory(
         cwd=cwd,
         env=environ,

@@ -1,5 +1,8 @@
 """From command-line flags to a ready-to-serve AgentSession: models, keys, settings, session.
 
+Kept in one module: the chain from flags to a session (models, keys, settings,
+resources) runs in this order once.
+
 pi's ``main`` does this work in ``createAgentSessionServices`` / ``buildSessionOptions`` /
 ``createSessionManager``; the rules are the same:
 

@@ -1,5 +1,8 @@
 """``ExtensionAPI``: what an extension's ``register(pi)`` receives (seed 003, pi 0.73.1).
 
+Kept in one module: ExtensionAPI is pi's one object with every registration method
+an extension calls.
+
 One :class:`ExtensionAPI` per loaded extension, all sharing one
 :class:`~pitrio.extensions.ExtensionRunner` (the runtime): registrations land in the
 extension's :class:`Extension` record, actions (``send_message``, ``append_entry`` ...) go to the

@@ -1,5 +1,8 @@
 """``ExtensionRunner``: the session's hooks, dispatched to every loaded extension (seed 004).
 
+Kept in one module: every hook of seed 004 with its chaining rule, side by side so
+the rules read as one table.
+
 The runner is a :class:`~pitrio.sessions.SessionHooks`: the session awaits its methods at the
 moments seed 004 names, and each method runs the handlers of every extension in load order
 (within an extension, in registration order) with that event's chaining rule:

@@ -5,11 +5,6 @@ This layer knows nothing about agents. It imports only :mod:`pitrio.codec` and
 """
 
 from pitrio._publish import publish as _publish
-from pitrio.providers._anthropic import ANTHROPIC_PROVIDER as ANTHROPIC_PROVIDER
-from pitrio.providers._anthropic import AnthropicOptions as AnthropicOptions
-from pitrio.providers._anthropic import register_anthropic as register_anthropic
-from pitrio.providers._anthropic import stream_anthropic as stream_anthropic
-from pitrio.providers._anthropic import stream_simple_anthropic as stream_simple_anthropic
 from pitrio.providers._api import complete as complete
 from pitrio.providers._api import complete_simple as complete_simple
 from pitrio.providers._api import start_stream as start_stream
@@ -44,9 +39,10 @@ from pitrio.providers._events import ToolCallEndEvent as ToolCallEndEvent
 from pitrio.providers._events import ToolCallStartEvent as ToolCallStartEvent
 from pitrio.providers._events import final_message as final_message
 from pitrio.providers._events import is_terminal as is_terminal
-from pitrio.providers._google import register_google as register_google
 from pitrio.providers._http import HTTPStatusError as HTTPStatusError
 from pitrio.providers._http import InvalidStreamError as InvalidStreamError
+from pitrio.providers._http import NotAnEventStreamError as NotAnEventStreamError
+from pitrio.providers._http import StreamStalledError as StreamStalledError
 from pitrio.providers._http import current_http_client as current_http_client
 from pitrio.providers._http import make_http_client as make_http_client
 from pitrio.providers._http import open_http_client as open_http_client
@@ -92,37 +88,6 @@ from pitrio.providers._models import get_providers as get_providers
 from pitrio.providers._models import models_are_equal as models_are_equal
 from pitrio.providers._models import supported_thinking_levels as supported_thinking_levels
 from pitrio.providers._models import with_cost as with_cost
-from pitrio.providers._openai_compat import OPENAI_COMPATIBLE_PRESETS as OPENAI_COMPATIBLE_PRESETS
-from pitrio.providers._openai_compat import CompletionsCompat as CompletionsCompat
-from pitrio.providers._openai_compat import OpenAICompatiblePreset as OpenAICompatiblePreset
-from pitrio.providers._openai_compat import UnknownPreset as UnknownPreset
-from pitrio.providers._openai_compat import detect_compat as detect_compat
-from pitrio.providers._openai_compat import get_compat as get_compat
-from pitrio.providers._openai_compat import get_preset as get_preset
-from pitrio.providers._openai_compat import openai_compatible_model as openai_compatible_model
-from pitrio.providers._openai_completions import (
-    OPENAI_COMPLETIONS_PROVIDER as OPENAI_COMPLETIONS_PROVIDER,
-)
-from pitrio.providers._openai_completions import (
-    register_openai_completions as register_openai_completions,
-)
-from pitrio.providers._openai_completions import (
-    stream_openai_completions as stream_openai_completions,
-)
-from pitrio.providers._openai_completions import (
-    stream_simple_openai_completions as stream_simple_openai_completions,
-)
-from pitrio.providers._openai_responses import (
-    OPENAI_RESPONSES_PROVIDER as OPENAI_RESPONSES_PROVIDER,
-)
-from pitrio.providers._openai_responses import OpenAIResponsesOptions as OpenAIResponsesOptions
-from pitrio.providers._openai_responses import (
-    register_openai_responses as register_openai_responses,
-)
-from pitrio.providers._openai_responses import stream_openai_responses as stream_openai_responses
-from pitrio.providers._openai_responses import (
-    stream_simple_openai_responses as stream_simple_openai_responses,
-)
 from pitrio.providers._overflow import OVERFLOW_PATTERNS as OVERFLOW_PATTERNS
 from pitrio.providers._overflow import get_overflow_patterns as get_overflow_patterns
 from pitrio.providers._overflow import is_context_overflow as is_context_overflow
@@ -146,6 +111,11 @@ from pitrio.providers._stream import now_ms as now_ms
 from pitrio.providers._transform import NO_RESULT_PROVIDED as NO_RESULT_PROVIDED
 from pitrio.providers._transform import NormalizeToolCallId as NormalizeToolCallId
 from pitrio.providers._transform import transform_messages as transform_messages
+from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER as ANTHROPIC_PROVIDER
+from pitrio.providers.anthropic._provider import register_anthropic as register_anthropic
+from pitrio.providers.anthropic._provider import stream_anthropic as stream_anthropic
+from pitrio.providers.anthropic._provider import stream_simple_anthropic as stream_simple_anthropic
+from pitrio.providers.anthropic._request import AnthropicOptions as AnthropicOptions
 from pitrio.providers.faux import DEFAULT_YIELD_EVERY as DEFAULT_YIELD_EVERY
 from pitrio.providers.faux import FauxModelDefinition as FauxModelDefinition
 from pitrio.providers.faux import FauxProvider as FauxProvider
@@ -155,6 +125,48 @@ from pitrio.providers.faux import faux_text as faux_text
 from pitrio.providers.faux import faux_thinking as faux_thinking
 from pitrio.providers.faux import faux_tool_call as faux_tool_call
 from pitrio.providers.faux import register_faux_provider as register_faux_provider
+from pitrio.providers.google._provider import register_google as register_google
+from pitrio.providers.openai_completions._compat import (
+    OPENAI_COMPATIBLE_PRESETS as OPENAI_COMPATIBLE_PRESETS,
+)
+from pitrio.providers.openai_completions._compat import CompletionsCompat as CompletionsCompat
+from pitrio.providers.openai_completions._compat import (
+    OpenAICompatiblePreset as OpenAICompatiblePreset,
+)
+from pitrio.providers.openai_completions._compat import UnknownPreset as UnknownPreset
+from pitrio.providers.openai_completions._compat import detect_compat as detect_compat
+from pitrio.providers.openai_completions._compat import get_compat as get_compat
+from pitrio.providers.openai_completions._compat import get_preset as get_preset
+from pitrio.providers.openai_completions._compat import (
+    openai_compatible_model as openai_compatible_model,
+)
+from pitrio.providers.openai_completions._provider import (
+    OPENAI_COMPLETIONS_PROVIDER as OPENAI_COMPLETIONS_PROVIDER,
+)
+from pitrio.providers.openai_completions._provider import (
+    register_openai_completions as register_openai_completions,
+)
+from pitrio.providers.openai_completions._provider import (
+    stream_openai_completions as stream_openai_completions,
+)
+from pitrio.providers.openai_completions._provider import (
+    stream_simple_openai_completions as stream_simple_openai_completions,
+)
+from pitrio.providers.openai_responses._provider import (
+    OPENAI_RESPONSES_PROVIDER as OPENAI_RESPONSES_PROVIDER,
+)
+from pitrio.providers.openai_responses._provider import (
+    register_openai_responses as register_openai_responses,
+)
+from pitrio.providers.openai_responses._provider import (
+    stream_openai_responses as stream_openai_responses,
+)
+from pitrio.providers.openai_responses._provider import (
+    stream_simple_openai_responses as stream_simple_openai_responses,
+)
+from pitrio.providers.openai_responses._request import (
+    OpenAIResponsesOptions as OpenAIResponsesOptions,
+)
 
 __all__ = [
     "ABORTED_MESSAGE",
@@ -202,6 +214,7 @@ __all__ = [
     "ModelThinkingLevel",
     "ModelsJsonError",
     "NormalizeToolCallId",
+    "NotAnEventStreamError",
     "OnPayload",
     "OnResponse",
     "OpenAICompatiblePreset",
@@ -219,6 +232,7 @@ __all__ = [
     "StartEvent",
     "StopReason",
     "StreamOptions",
+    "StreamStalledError",
     "TextContent",
     "TextDeltaEvent",
     "TextEndEvent",

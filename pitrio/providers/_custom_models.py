@@ -1,5 +1,8 @@
 """The user's ``models.json``: custom providers and models over the built-in catalogue.
 
+Kept in one module: models.json's schema, its merge over the catalogue and key
+resolution are pi's one loader.
+
 Ports pi-coding-agent 0.73.1's handling of ``~/.pi/agent/models.json`` (docs/models.md). The
 file looks like::
 
@@ -279,8 +282,8 @@ MODELS_JSON_SCHEMA: Final[Mapping[str, Any]] = {
 
 @functools.cache
 def _validator() -> Any:
-    # Built on first use: importing jsonschema costs ~45 ms, which `import pitrio.providers`
-    # (and every `pitrio` start) should not pay when no models.json is read.
+    # Built on first use: `import pitrio.providers` (and every `pitrio` start) does not import
+    # jsonschema, a large import, when no models.json is read.
     import jsonschema  # type: ignore[import-untyped]
 
     return jsonschema.Draft202012Validator(MODELS_JSON_SCHEMA)
@@ -597,10 +600,7 @@ def parse_models_json(
 
 
 def _copy(catalogue: ModelCatalogue) -> ModelCatalogue:
-    return ModelCatalogue(
-        (model for provider in catalogue.providers() for model in catalogue.models(provider)),
-        builtin=False,
-    )
+    return catalogue.copy()
 
 
 def _config_problems(providers: Mapping[str, Any], builtin: set[str]) -> Iterator[str]:

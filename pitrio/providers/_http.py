@@ -1,5 +1,8 @@
 """The HTTP layer every wire-API provider shares: one pooled client, SSE requests, failures.
 
+Kept in one module: the pool, the Trio network layer and SSE requests share the
+stall deadline and the failure mapping.
+
 **One client per Trio run.** ``async with open_http_client():`` installs an
 :class:`httpx2.AsyncClient` (httpx as it is maintained today) that every provider request made
 inside the block uses; hosts, the CLI and load tests open it once. Its transport is
@@ -474,6 +477,11 @@ class PooledTransport(httpx2.AsyncBaseTransport):
                 network_backend=self._backend,
             )
             self._open.add(connection)
+            if connection.is_available():
+                # It may become HTTP/2 (TLS, h2 offered): requests to the origin meanwhile
+                # wait for its handshake and share it, as httpcore's pool does; if it turns
+                # out HTTP/1.1 they are refused (`_unavailable`) and look again.
+                self._shared.setdefault(key, []).append(connection)
             return connection
         finally:
             for stale in expired:
@@ -534,12 +542,16 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         if connection.is_closed() or not connection.is_connected():
             await self._discard(connection)
             return
+        # A request that waited on a shared connection whose first request was cancelled
+        # while connecting connects it itself: the pool owns it again from now on.
+        self._open.add(connection)
         if connection.can_multiplex():
             shared = self._shared.setdefault(key, [])
             if connection not in shared:
                 shared.append(connection)
             self._wake_one()
             return
+        self._unshare(key, connection)
         if not connection.is_idle():
             return  # still busy (cannot happen for HTTP/1.1 once the response closed)
         if self._closed or self._idle_count >= self._max_idle:
@@ -554,6 +566,21 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         idle.append(connection)
         self._idle_count += 1
         self._wake_one()
+
+    async def _unavailable(
+        self, key: _OriginKey, connection: httpcore2.AsyncConnectionInterface
+    ) -> None:
+        """``connection`` refused a request: it closed, or it is an HTTP/1.1 connection busy
+        with another request (one that was shared while it might have become HTTP/2)."""
+        if connection.is_closed():
+            await self._discard(connection)
+        elif not connection.can_multiplex():
+            self._unshare(key, connection)
+
+    def _unshare(self, key: _OriginKey, connection: httpcore2.AsyncConnectionInterface) -> None:
+        shared = self._shared.get(key)
+        if shared and connection in shared:
+            shared.remove(connection)
 
     # ----------------------------------------------------------------- requests
 
@@ -584,7 +611,7 @@ class PooledTransport(httpx2.AsyncBaseTransport):
                 try:
                     response = await connection.handle_async_request(core_request)
                 except httpcore2.ConnectionNotAvailable:
-                    await self._release(key, connection)
+                    await self._unavailable(key, connection)
                     continue
                 except BaseException:
                     await self._release(key, connection)

@@ -34,6 +34,8 @@ class ModelCatalogue:
 
     def __init__(self, models: Iterable[Model] = (), *, builtin: bool = True) -> None:
         self._models: dict[str, dict[str, Model]] = {}
+        self._shared = False
+        """Whether the tables are shared with a :meth:`copy` (copied before a change)."""
         self._builtin_loaded = not builtin
         for model in models:
             self.add(model)
@@ -52,8 +54,23 @@ class ModelCatalogue:
         for provider, models in own.items():  # the caller's models win over built-ins
             self._models.setdefault(provider, {}).update(models)
 
+    def copy(self) -> ModelCatalogue:
+        """A catalogue of the same models, independent of this one.
+
+        It shares this one's tables until either adds a model (copy on write): a host builds
+        a catalogue per session, and copying the built-in tables cost each session ~25 KB.
+        """
+        self._ensure_builtin()
+        clone = ModelCatalogue(builtin=False)
+        clone._models = self._models
+        clone._shared = self._shared = True
+        return clone
+
     def add(self, model: Model) -> None:
         """Add or replace ``model`` under ``(model.provider, model.id)``."""
+        if self._shared:
+            self._models = {provider: dict(table) for provider, table in self._models.items()}
+            self._shared = False
         self._models.setdefault(model.provider, {})[model.id] = model
 
     def get(self, provider: str, model_id: str) -> Model | None:

@@ -103,6 +103,7 @@ from pitrio.sessions.settings._settings import SettingsError as SettingsError
 from pitrio.sessions.settings._settings import SettingsFileError as SettingsFileError
 from pitrio.sessions.settings._settings import SettingsManager as SettingsManager
 from pitrio.sessions.settings._settings import SettingsStorage as SettingsStorage
+from pitrio.sessions.settings._settings import SettingsValueError as SettingsValueError
 from pitrio.sessions.storage._codec import decode_entry as decode_entry
 from pitrio.sessions.storage._context import LAST_ENTRY as LAST_ENTRY
 from pitrio.sessions.storage._context import ContextModel as ContextModel
@@ -266,6 +267,7 @@ __all__ = [
     "SettingsFileError",
     "SettingsManager",
     "SettingsStorage",
+    "SettingsValueError",
     "ThinkingLevelChangeEntry",
     "ThinkingLevelChangedEvent",
     "TreePreparation",

@@ -1,7 +1,7 @@
 """A compiled yes/unsure check for the simple tool schemas most tools have.
 
-jsonschema interprets a schema on every call (~9 us for ``{text: string}``, plus ~4 us of
-coercion), a good part of a tool turn's fixed cost. Most tool schemas use a handful of keywords
+jsonschema interprets a schema on every call (and coerces), a good part of a tool turn's
+fixed cost. Most tool schemas use a handful of keywords
 (``type``, ``properties``, ``required``, ``additionalProperties``, ``items`` and annotations);
 for those, :func:`compile_fast_check` builds a predicate out of closures that answers True only
 when the arguments are valid *and* already have their schema's types (so pi's coercion would

@@ -127,8 +127,8 @@ class _ValidatorCache:
     callback when the tool is collected, so the cache never outgrows the set of live tools.
     Behind it, validators are shared by schema content (``SCHEMA_CACHE`` schemas, least
     recently compiled first out): a session built per prompt brings fresh tool objects with the
-    same schemas, and checking a schema against its metaschema costs ~1.3 ms, a fifth of a
-    whole prompt of pi's benchmark.
+    same schemas, and checking a schema against its metaschema is dear next to a whole
+    prompt.
     """
 
     def __init__(self) -> None:
@@ -175,8 +175,8 @@ def _compile(tool_name: str, schema: Any) -> Any:
             f"expected a JSON object, got {type(schema).__name__}",
             tool_name=tool_name,
         )
-    # Imported on the first compile (cached per tool): importing jsonschema costs ~45 ms that
-    # `import pitrio` users without tool calls should not pay.
+    # Imported on the first compile (cached per tool): jsonschema is a large import that
+    # `import pitrio` users without tool calls should not pay for.
     import jsonschema  # type: ignore[import-untyped]
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)

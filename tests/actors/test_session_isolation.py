@@ -25,7 +25,7 @@ from pitrio.providers import (
     faux_assistant_message,
     register_faux_provider,
 )
-from pitrio.providers._openai_completions import register_openai_completions
+from pitrio.providers.openai_completions._provider import register_openai_completions
 
 from fixtures_openai_completions import chunk, frame, usage  # type: ignore[import-not-found]
 from loopback import Request, ResponseWriter, serve  # type: ignore[import-not-found]

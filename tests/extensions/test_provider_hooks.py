@@ -16,7 +16,7 @@ from test_loader import CLI_EXTENSION, run_cli, write
 
 from pitrio.extensions import ExtensionAPI, ExtensionRunner, open_extension_session
 from pitrio.providers import Model, ModelCost, ProviderRegistry, TextContent
-from pitrio.providers._openai_completions import register_openai_completions
+from pitrio.providers.openai_completions._provider import register_openai_completions
 from pitrio.sessions import SessionManager
 from pitrio.sessions.settings._settings import SettingsManager
 from pitrio.tools import AgentTool, AgentToolResult, FunctionTool, text_result

@@ -330,8 +330,8 @@ async def _saved_session(client: Client) -> tuple[str, str]:
 
 async def test_paths_a_client_names_stay_inside_the_hosts_folders(tmp_path: Path) -> None:
     """switch_session, new_session's parentSession and export_html name files the host opens
-    or writes with its own privileges: outside the session folder (or, for output, a root)
-    they are refused and nothing is written; inside they work."""
+    or writes with its own privileges: a session file outside the session folder is refused;
+    an export is written only in the host's exports folder, whatever folder its path names."""
     root, outside = _folders(tmp_path)
     async with open_test_host(root) as host, open_client(host) as client:
         sid, original = await _saved_session(client)
@@ -344,17 +344,18 @@ async def test_paths_a_client_names_stay_inside_the_hosts_folders(tmp_path: Path
                 answer = await client.call(frame)
                 assert answer["success"] is False, (frame, answer)
                 assert "outside the folders this host lets clients name" in answer["error"]
-        refused = await client.call(
-            {"type": "export_html", "session": sid, "outputPath": str(outside / "o.html")}
-        )
-        assert refused["success"] is False
-        assert "outside the folders" in refused["error"]
+        # export_html takes its outputPath as a name in the host's exports folder.
+        exports = root / "sessions" / ".host" / "exports"
+        for path in (str(outside / "o.html"), "../../outside/p.html", str(root / "q.html")):
+            exported = await client.call(
+                {"type": "export_html", "session": sid, "outputPath": path}
+            )
+            assert exported["success"] is True, exported
+            name = path.rsplit("/", 1)[-1]
+            assert exported["data"]["path"] == str(await trio.Path(exports / name).resolve())
+            assert await trio.Path(exports / name).is_file()
         assert list(outside.iterdir()) == []
-        inside = await client.call(
-            {"type": "export_html", "session": sid, "outputPath": str(root / "o.html")}
-        )
-        assert inside["success"] is True, inside["error"]
-        assert await trio.Path(root / "o.html").is_file()
+        assert not await trio.Path(root / "q.html").exists()
         moved = await client.call(
             {"type": "switch_session", "session": sid, "sessionPath": original}
         )

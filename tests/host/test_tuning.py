@@ -8,8 +8,14 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from pitrio.cli._load import load_main
-from pitrio.host.ws._tuning import MANY_SESSIONS_GC_THRESHOLD
+from pitrio.host.ws._tuning import (
+    GC_TUNING_ENV,
+    MANY_SESSIONS_GC_THRESHOLD,
+    tune_gc_for_many_sessions,
+)
 
 
 def test_pitrio_load_in_process_sets_the_many_sessions_gc_threshold() -> None:
@@ -35,3 +41,19 @@ def test_importing_and_using_the_library_leaves_the_threshold_alone() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_pitrio_gc_tuning_0_keeps_the_default_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PITRIO_GC_TUNING=0`` (to measure without the tuning) leaves the threshold alone;
+    any other value tunes."""
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        monkeypatch.setenv(GC_TUNING_ENV, "0")
+        tune_gc_for_many_sessions()
+        assert gc.get_threshold() == (700, 10, 10)
+        monkeypatch.setenv(GC_TUNING_ENV, "1")
+        tune_gc_for_many_sessions()
+        assert gc.get_threshold() == MANY_SESSIONS_GC_THRESHOLD
+    finally:
+        gc.set_threshold(*before)

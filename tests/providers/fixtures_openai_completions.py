@@ -44,7 +44,7 @@ from pitrio.providers import (
     stream,
     stream_simple,
 )
-from pitrio.providers._openai_compat import openai_compatible_model
+from pitrio.providers.openai_completions._compat import openai_compatible_model
 
 from loopback import Request, error_handler, serve, sse_bytes, sse_handler
 

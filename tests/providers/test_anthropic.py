@@ -39,18 +39,17 @@ from pitrio.providers import (
     UserMessage,
     get_model,
 )
-from pitrio.providers._anthropic import (
-    ANTHROPIC_PROVIDER,
-    API,
-    AnthropicOptions,
-    adjust_max_tokens_for_thinking,
-    register_anthropic,
-)
 from pitrio.providers._api import stream, stream_simple
 from pitrio.providers._http import open_http_client
 from pitrio.providers._overflow import is_context_overflow
 from pitrio.providers._sse import SSEDecoder
 from pitrio.providers._text import sanitize_surrogates
+from pitrio.providers.anthropic._provider import ANTHROPIC_PROVIDER, register_anthropic
+from pitrio.providers.anthropic._request import (
+    API,
+    AnthropicOptions,
+    adjust_max_tokens_for_thinking,
+)
 
 import fixtures_anthropic as fx
 from loopback import (

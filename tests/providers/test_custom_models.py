@@ -649,3 +649,32 @@ async def test_no_models_json_means_no_extra_auth() -> None:
     assert model is not None
     auth = await custom.resolve_request_auth(model, api_key="sk")
     assert (auth.api_key, auth.headers) == ("sk", {"anthropic-beta": "x"})
+
+
+def test_a_catalogue_copy_is_independent_of_its_original() -> None:
+    """A model added to a copy is not in the original, nor one added to the original in the
+    copy; both keep the models they had."""
+    original = _base()
+    copy = original.copy()
+    before = [(p, [m.id for m in original.models(p)]) for p in original.providers()]
+    assert [(p, [m.id for m in copy.models(p)]) for p in copy.providers()] == before
+    copy.add(_builtin("anthropic", "only-in-copy"))
+    original.add(_builtin("openrouter", "only-in-original", api="openai-completions"))
+    assert copy.get("anthropic", "only-in-copy") is not None
+    assert original.get("anthropic", "only-in-copy") is None
+    assert original.get("openrouter", "only-in-original") is not None
+    assert copy.get("openrouter", "only-in-original") is None
+    second = original.copy()
+    second.add(_builtin("anthropic", "only-in-second"))
+    assert copy.get("anthropic", "only-in-second") is None
+    assert original.get("anthropic", "only-in-second") is None
+
+
+@pytest.mark.pins_internals
+def test_a_catalogue_copy_shares_the_tables_until_a_change() -> None:
+    """A host builds a catalogue per session: the copy of the built-in one costs no tables
+    of its own until a model is added to it."""
+    copy = default_catalogue.copy()
+    assert copy._models is default_catalogue._models
+    copy.add(_builtin("anthropic", "only-in-copy"))
+    assert copy._models is not default_catalogue._models

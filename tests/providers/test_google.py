@@ -37,17 +37,16 @@ from pitrio.providers import (
     stream,
     stream_simple,
 )
-from pitrio.providers._google import (
+from pitrio.providers._http import open_http_client
+from pitrio.providers._overflow import is_context_overflow
+from pitrio.providers._text import sanitize_surrogates
+from pitrio.providers.google._provider import google_provider, register_google
+from pitrio.providers.google._request import (
     API,
     GoogleOptions,
     GoogleThinking,
     build_request_body,
-    google_provider,
-    register_google,
 )
-from pitrio.providers._http import open_http_client
-from pitrio.providers._overflow import is_context_overflow
-from pitrio.providers._text import sanitize_surrogates
 
 from fixtures_google import (
     API_KEY,

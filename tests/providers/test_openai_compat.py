@@ -23,7 +23,7 @@ from pitrio.providers import (
     stream_simple,
 )
 from pitrio.providers._http import open_http_client
-from pitrio.providers._openai_compat import (
+from pitrio.providers.openai_completions._compat import (
     OPENAI_COMPATIBLE_PRESETS,
     CompletionsCompat,
     UnknownPreset,
@@ -32,7 +32,7 @@ from pitrio.providers._openai_compat import (
     mistral_tool_call_id_normalizer,
     openai_compatible_model,
 )
-from pitrio.providers._openai_completions import register_openai_completions
+from pitrio.providers.openai_completions._provider import register_openai_completions
 
 from fixtures_openai_completions import (
     SYSTEM_PROMPT,

@@ -42,11 +42,11 @@ from pitrio.providers import (
     stream_simple,
 )
 from pitrio.providers._http import open_http_client
-from pitrio.providers._openai_completions import (
+from pitrio.providers._overflow import is_context_overflow
+from pitrio.providers.openai_completions._provider import (
     OPENAI_COMPLETIONS_PROVIDER,
     register_openai_completions,
 )
-from pitrio.providers._overflow import is_context_overflow
 
 from fixtures_openai_completions import (
     CONTEXT_OVERFLOW_BODY,

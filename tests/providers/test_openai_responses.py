@@ -32,13 +32,13 @@ from pitrio.providers import (
     stream_simple,
 )
 from pitrio.providers._http import open_http_client
-from pitrio.providers._openai_responses import (
-    OPENAI_RESPONSES_PROVIDER,
-    register_openai_responses,
-    short_hash,
-)
 from pitrio.providers._overflow import is_context_overflow
 from pitrio.providers._sse import SSEDecoder
+from pitrio.providers.openai_responses._provider import (
+    OPENAI_RESPONSES_PROVIDER,
+    register_openai_responses,
+)
+from pitrio.providers.openai_responses._request import short_hash
 
 from fixtures_openai_responses import (
     ENCRYPTED,

@@ -11,6 +11,7 @@ function parses), not a timing, hence the marker.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,11 +24,7 @@ from pitrio.providers import (
     StreamOptions,
     ToolCall,
     UserMessage,
-    _anthropic,
-    _google,
     _http,
-    _openai_completions,
-    _openai_responses,
     get_model,
     register_builtin_providers,
 )
@@ -112,8 +109,9 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         lengths.append(len(text or ""))
         return original(text)
 
-    for module in (_http, _openai_completions, _openai_responses, _anthropic, _google):
-        if hasattr(module, "parse_streaming_json"):
+    # Every providers module that calls the parser (each wire API reads it into its namespace).
+    for name, module in list(sys.modules.items()):
+        if name.startswith("pitrio.providers") and hasattr(module, "parse_streaming_json"):
             monkeypatch.setattr(module, "parse_streaming_json", counting)
     yield lengths
 

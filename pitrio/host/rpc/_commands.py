@@ -273,11 +273,13 @@ class SessionCommands:
         respond: Callable[[rpc.RpcResponse], Awaitable[None]],
     ) -> rpc.RpcResponse | None:
         answered = False
+        # The id, not the request: the request holds the command, which holds this closure.
+        request_id = request.id
 
         async def accepted() -> None:
             nonlocal answered
             answered = True
-            await respond(rpc.RpcResponse.ok(request.id, "prompt"))
+            await respond(rpc.RpcResponse.ok(request_id, "prompt"))
 
         command.on_accepted = accepted
         started()

@@ -1,5 +1,8 @@
 """One websocket connection of ``pitrio serve``: frames in, commands run, frames out.
 
+Kept in one module: one connection's frame loop: decoding, limits, dispatch and its
+outbound buffer share state.
+
 ::
 
     Client.serve (nursery)
@@ -21,8 +24,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
+import time
 from typing import Any, Final
 
+import attrs
 import orjson
 import structlog
 import trio
@@ -37,13 +43,23 @@ from pitrio.host.rpc._types import MISSING, RpcResponse
 from pitrio.host.ws._host import CommandRefused, HostApi, LiveSession
 from pitrio.sessions import SessionSnapshot
 from pitrio.sessions import commands as cmd
+from pitrio.tools.builtin import builtin_tool_names
 
-__all__ = ["CLOSE_GOING_AWAY", "CLOSE_LAGGED", "HOST_COMMANDS", "Client", "TokenBucket"]
+__all__ = [
+    "CLOSE_GOING_AWAY",
+    "CLOSE_LAGGED",
+    "CLOSE_REVOKED",
+    "HOST_COMMANDS",
+    "Client",
+    "TokenBucket",
+]
 
 log = structlog.get_logger("pitrio.host")
 
 CLOSE_LAGGED: Final = 4008
 CLOSE_GOING_AWAY: Final = 1001
+CLOSE_REVOKED: Final = 4003
+"""Close code of a connection whose token was revoked or has expired."""
 CLOSE_TIMEOUT: Final = 5.0
 """Seconds the closing handshake may take before the socket is closed under it."""
 HOST_COMMANDS: Final = frozenset(
@@ -54,9 +70,13 @@ HOST_COMMANDS: Final = frozenset(
         "detach_session",
         "list_sessions",
         "create_token",
+        "revoke_token",
         "grant",
     }
 )
+ACTING_COMMANDS: Final = (cmd.Prompt, cmd.Steer, cmd.FollowUp, cmd.Bash)
+"""Commands that make a session act (run its tools or a shell): a client token may send
+them only to a session opened with its own tools (:meth:`HostApi.session_policy_allows`)."""
 _client_ids = itertools.count(1)
 
 
@@ -225,6 +245,10 @@ class Client:
             self.log.warning("client_lagged", cursors=dict(self.sent))
             self._nursery.start_soon(self._force_close, self._limits.lag_close_timeout)
             self._stop_output()
+        elif code == CLOSE_REVOKED:
+            self.log.info("client_token_revoked")
+            self._nursery.start_soon(self._force_close, CLOSE_TIMEOUT)
+            self._stop_output()
         else:
             self._nursery.start_soon(self._force_close, CLOSE_TIMEOUT * 2)
             self._nursery.start_soon(self._close_when_drained)
@@ -274,7 +298,8 @@ class Client:
                         "resume_from": seq,
                     }
                     await ws.send_message(orjson.dumps(frame).decode())
-            await ws.aclose(code or 1000, "lagged" if code == CLOSE_LAGGED else None)
+            reason = {CLOSE_LAGGED: "lagged", CLOSE_REVOKED: "token revoked or expired"}
+            await ws.aclose(code or 1000, reason.get(code) if code is not None else None)
         except ConnectionClosed:
             pass
         if self._nursery is not None:
@@ -345,6 +370,14 @@ class Client:
             )
             return
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+        if not self.host.tokens.active(self.token):
+            # Expired while connected (a revoked token's connections are closed at once).
+            quick = _quick_record(text)
+            type_ = quick.get("type", MISSING)
+            message_ = "Token revoked or expired"
+            await self._error(quick.get("id", MISSING), type_, None, message_, metric="token")
+            self.close(CLOSE_REVOKED)
+            return
         if not self._bucket.take():
             # Before parsing: a flood costs no parsing. Only orjson's one pass in C (bounded
             # by max_frame_bytes) looks for an id to echo, so the client can match the error.
@@ -362,15 +395,14 @@ class Client:
         try:
             parsed = parse_json_line(text)
         except JsonParseError as exc:
-            parsed = exc
+            # Only its message: the exception kept in a local of this frame, which its
+            # traceback holds, would be a reference cycle left to the cycle collector.
+            await self._error(MISSING, "parse", None, f"Failed to parse command: {exc.message}")
+            return
         record: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         type_ = record.get("type", MISSING)
         id_ = record.get("id", MISSING)
         session = record.get("session")
-        if isinstance(parsed, JsonParseError):
-            message = f"Failed to parse command: {parsed.message}"
-            await self._error(MISSING, "parse", None, message)
-            return
         if session is not None and not isinstance(session, str):
             await self._error(id_, type_, None, 'Invalid command: "session" must be a string')
             return
@@ -421,6 +453,8 @@ class Client:
             )
         if self.host.draining and isinstance(command, LONG_COMMANDS):
             raise CommandRefused("draining", "The host is shutting down")
+        if isinstance(command, ACTING_COMMANDS) and not self.host.tokens.is_host(self.token):
+            request = self._confined(request, live)
         bound = self.log.bind(session=session_id, command=name)
         if isinstance(command, LONG_COMMANDS):
             await live.start_long(
@@ -428,6 +462,27 @@ class Client:
             )
         else:
             await live.commands.run(request, functools.partial(self._respond, session_id))
+
+    def _confined(self, request: rpc.RpcRequest, live: LiveSession) -> rpc.RpcRequest:
+        """``request`` (a command that makes the session act) as a client token may send
+        it: refused in a session opened with tools this token was not granted, a user
+        ``bash`` refused unless the token has bash, and run by the session's sandbox."""
+        command = request.command
+        if not self.host.session_policy_allows(self.token, live):
+            raise CommandRefused(
+                "forbidden",
+                f"{request.name} is not available to this token in session {live.id}: it was "
+                "opened with tools this token was not granted (close it and open it again "
+                "with this token)",
+            )
+        if isinstance(command, cmd.Bash):
+            if "bash" not in (live.request.tools or ()):
+                raise CommandRefused("forbidden", "bash is not granted to this token")
+            if live.bash_operations is not None:
+                request = attrs.evolve(
+                    request, command=attrs.evolve(command, operations=live.bash_operations)
+                )
+        return request
 
     async def _respond(self, session_id: str, response: RpcResponse) -> None:
         await self.send(_splice(session_id, response))
@@ -471,26 +526,28 @@ class Client:
             await live.publish_load_errors()
             return
         if type_ == "list_sessions":
-            listed = [
-                {
-                    "session": live.id,
-                    "sessionFile": live.session.session_file,
-                    "epoch": live.epoch,
-                    "seq": live.session.seq,
-                    "isStreaming": live.session.is_streaming,
-                    "clients": len(live.clients),
-                    "name": live.session.session_name,
-                }
-                for live in host.visible_sessions(self.token)
-            ]
+            listed = await host.list_sessions(self.token)
             await self.send(RpcResponse.ok(id_, type_, {"sessions": listed}).encode().decode())
             return
         if type_ == "create_token":
             if not host.tokens.is_host(self.token):
                 raise CommandRefused("forbidden", "Only the host token may create tokens")
-            token = host.tokens.create()
-            self.log.info("token_created")
-            await self.send(RpcResponse.ok(id_, type_, {"token": token}).encode().decode())
+            expires, tools = _token_options(record)
+            token, token_id = await host.create_token(expires=expires, tools=tools)
+            self.log.info("token_created", token_id=token_id, expires=expires, tools=tools)
+            data = {"token": token, "tokenId": token_id}
+            if expires is not None:
+                data["expiresAt"] = expires
+            await self.send(RpcResponse.ok(id_, type_, data).encode().decode())
+            return
+        if type_ == "revoke_token":
+            if not host.tokens.is_host(self.token):
+                raise CommandRefused("forbidden", "Only the host token may revoke tokens")
+            key = _named_token(host, record, "revoke_token")
+            if key is None or not await host.revoke_token(key):
+                raise CommandRefused("invalid_command", "revoke_token: no such client token")
+            self.log.info("token_revoked", token_id=key)
+            await self.send(RpcResponse.ok(id_, type_, {}).encode().decode())
             return
         if not isinstance(session, str):
             raise CommandRefused("no_session", f'Command {type_} needs a "session" field')
@@ -530,12 +587,13 @@ class Client:
             await host.close_session(live)
             await self.send(_splice(session, RpcResponse.ok(id_, type_, {})))
         elif type_ == "grant":
-            other = record.get("token")
-            if not isinstance(other, str) or not host.tokens.exists(other):
+            other = _named_token(host, record, "grant")
+            if other is None or not host.tokens.active(other):
                 raise CommandRefused(
-                    "invalid_command", 'Invalid grant command: "token" must be a token of this host'
+                    "invalid_command",
+                    'Invalid grant command: "token" (or "tokenId") must name a token of this host',
                 )
-            host.tokens.grant(other, live.id)
+            await host.grant(other, live.id)
             await self.send(_splice(session, RpcResponse.ok(id_, type_, {})))
 
     async def _attach(
@@ -632,6 +690,66 @@ class Client:
             finally:
                 if self.attached.get(session_id) is attachment:
                     self._detached(session_id, live)
+
+
+def _named_token(host: HostApi, record: dict[str, Any], command: str) -> str | None:
+    """The key of the token a ``grant`` or ``revoke_token`` names (``token``: the secret,
+    or ``tokenId``), ``None`` when it names none of this host's."""
+    token, token_id = record.get("token"), record.get("tokenId")
+    if token is not None and not isinstance(token, str):
+        raise CommandRefused(
+            "invalid_command", f'Invalid {command} command: "token" must be a string'
+        )
+    if token_id is not None and not isinstance(token_id, str):
+        raise CommandRefused(
+            "invalid_command", f'Invalid {command} command: "tokenId" must be a string'
+        )
+    if token is None and token_id is None:
+        raise CommandRefused(
+            "invalid_command", f'Invalid {command} command: "token" or "tokenId" is required'
+        )
+    return host.tokens.resolve(token=token, token_id=token_id)
+
+
+def _token_options(record: dict[str, Any]) -> tuple[float | None, tuple[str, ...] | None]:
+    """``create_token``'s ``expiresIn`` (seconds from now) or ``expiresAt`` (seconds since
+    the epoch), and ``tools`` (built-in tool names)."""
+    expires_in, expires_at, tools = (
+        record.get("expiresIn"),
+        record.get("expiresAt"),
+        record.get("tools"),
+    )
+    expires: float | None = None
+    for name, value in (("expiresIn", expires_in), ("expiresAt", expires_at)):
+        if value is None:
+            continue
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise CommandRefused(
+                "invalid_command", f'Invalid create_token command: "{name}" must be a number > 0'
+            )
+    if expires_in is not None and expires_at is not None:
+        raise CommandRefused(
+            "invalid_command", 'Invalid create_token command: give "expiresIn" or "expiresAt"'
+        )
+    if expires_in is not None:
+        expires = time.time() + float(expires_in)
+    elif expires_at is not None:
+        expires = float(expires_at)
+    names: tuple[str, ...] | None = None
+    if tools is not None:
+        known = builtin_tool_names()
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t in known for t in tools):
+            raise CommandRefused(
+                "invalid_command",
+                f'Invalid create_token command: "tools" must be a list of {", ".join(known)}',
+            )
+        names = tuple(dict.fromkeys(tools))
+    return expires, names
 
 
 def _peer(stream: trio.abc.Stream) -> str:

@@ -16,11 +16,11 @@ timeout with no client and no run, or when the host drains.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
-import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -33,8 +33,11 @@ from pitrio.host.rpc._commands import PathKind, RpcServices, SessionCommands
 from pitrio.host.rpc._types import RpcRequest
 from pitrio.host.ws._journal import TurnJournal
 from pitrio.host.ws._metrics import HostMetrics
+from pitrio.host.ws._policy import DEFAULT_CLIENT_TOOLS, Confinement
+from pitrio.host.ws._tokens import Tokens, new_token
 from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
 from pitrio.sessions.storage._journal import write_epoch
+from pitrio.tools.builtin import BashOperations
 
 __all__ = [
     "COMMANDS_PER_SECOND",
@@ -58,6 +61,7 @@ __all__ = [
     "SessionRequest",
     "Tokens",
     "log_failure",
+    "new_token",
     "resolve_session_cwd",
 ]
 
@@ -87,6 +91,10 @@ LAG_CLOSE_TIMEOUT: Final = 10.0
 its socket is closed under it."""
 LONG_COMMANDS_PER_SESSION: Final = 16
 """Long commands (prompt, compact ...) running at once on one session; more wait."""
+STATE_FOLDER: Final = ".host"
+"""The host's state folder inside its session folder, unless configured: ``tokens.json``
+and the ``exports`` folder."""
+EXPORTS_FOLDER: Final = "exports"
 SESSION_SUFFIX: Final = ".jsonl"
 """Session files' extension: a client-named output path may not end with it."""
 
@@ -139,6 +147,10 @@ class HostConfig:
             so a symlink cannot lead out); empty: the folder the host was created in. A
             relative ``cwd`` is taken from the first root.
         allow_any_cwd: the host token (never a client token) may name any folder.
+        state_dir: where the host keeps its client tokens (``tokens.json``, mode 0600) and
+            ``export_html``'s files (``exports/``); default: ``<session_dir>/.host``.
+        client_tools: the tools a client token's sessions get unless its grant names others
+            (docs/host-protocol.md, "Tool isolation").
     """
 
     host: str = "127.0.0.1"
@@ -152,6 +164,18 @@ class HostConfig:
     static_dir: str | None = None
     roots: tuple[str, ...] = ()
     allow_any_cwd: bool = False
+    state_dir: str | None = None
+    client_tools: tuple[str, ...] = DEFAULT_CLIENT_TOOLS
+
+    @property
+    def state_folder(self) -> str:
+        """:attr:`state_dir`, or its default."""
+        return self.state_dir or os.path.join(self.session_dir, STATE_FOLDER)
+
+    @property
+    def exports_folder(self) -> str:
+        """Where ``export_html`` writes (the only place it writes)."""
+        return os.path.join(self.state_folder, EXPORTS_FOLDER)
 
 
 @attrs.frozen(kw_only=True)
@@ -167,6 +191,12 @@ class SessionRequest:
         thinking_level: the thinking level (``None``: the default).
         ephemeral: keep the new session in memory (``--no-session``): no file is written,
             so it cannot be reopened once closed.
+        tools: the built-in tools the session gets (``None``: the factory's default, for
+            the host token).
+        confinement: set for a client token's session: its file tools stay inside
+            ``roots`` and out of ``hidden``, ``write``/``edit`` spare protected files, and
+            bash runs under the sandbox command. The factory adds the agent dir to
+            ``hidden`` and the ``sandboxCommand`` setting.
     """
 
     session_dir: str
@@ -175,6 +205,8 @@ class SessionRequest:
     model: str | None = None
     thinking_level: str | None = None
     ephemeral: bool = False
+    tools: tuple[str, ...] | None = None
+    confinement: Confinement | None = None
 
 
 @attrs.frozen
@@ -186,6 +218,9 @@ class OpenedSession:
     load_errors: tuple[ExtensionErrorEvent, ...] = ()
     """Extensions that failed to load (``event`` ``"load"``): logged with the session's id
     and published as ``extension_error`` events once its first client has attached."""
+    bash_operations: BashOperations | None = None
+    """How a user ``bash`` command of a confined session runs (its sandbox); ``None``: the
+    local shell."""
 
 
 SessionFactory = Callable[[SessionRequest], AbstractAsyncContextManager[OpenedSession]]
@@ -193,41 +228,6 @@ SessionFactory = Callable[[SessionRequest], AbstractAsyncContextManager[OpenedSe
 writes the file (as :func:`~pitrio.sessions.open_agent_session`). A request it cannot serve
 (unknown model, missing cwd) raises a :class:`~pitrio.PitrioError` or ``OSError`` before
 yielding; the message is sent to the client."""
-
-
-class Tokens:
-    """The host token and the client tokens, with the sessions each may see."""
-
-    def __init__(self, host_token: str) -> None:
-        self.host_token = host_token
-        self._clients: dict[str, set[str]] = {}
-        self.created: dict[str, int] = {}
-        """Live sessions each client token created (for the per-token limit)."""
-
-    def known(self) -> list[str]:
-        """Every valid token."""
-        return [self.host_token, *self._clients]
-
-    def is_host(self, token: str) -> bool:
-        return token == self.host_token
-
-    def create(self) -> str:
-        """A new client token that sees no session yet."""
-        token = new_token(24)
-        self._clients[token] = set()
-        return token
-
-    def exists(self, token: str) -> bool:
-        return token == self.host_token or token in self._clients
-
-    def grant(self, token: str, session_id: str) -> None:
-        """Let ``token`` open ``session_id`` (nothing to do for the host token)."""
-        sessions = self._clients.get(token)
-        if sessions is not None:
-            sessions.add(session_id)
-
-    def may_open(self, token: str, session_id: str) -> bool:
-        return token == self.host_token or session_id in self._clients.get(token, ())
 
 
 class LiveSession:
@@ -245,16 +245,17 @@ class LiveSession:
         owner: str,
         idle_timeout: float,
         *,
-        roots: tuple[str, ...] = (),
+        exports_dir: str = "",
         epoch: int = 1,
     ) -> None:
         self.request = request
+        self.exports_dir = exports_dir
+        """The only folder ``export_html`` writes in (empty: the session folder's
+        ``.host/exports``)."""
         self.epoch = epoch
         """This opening's number: greater than every earlier opening's of the same session
         file (recorded next to it, see :func:`~pitrio.sessions.storage._journal.next_epoch`).
         Every event frame carries it with its ``seq``, which counts from 1 in each epoch."""
-        self.roots = roots
-        """Folders a client-named output file may be written in (besides the session dir)."""
         self.owner = owner
         self.id = ""
         self.session: AgentSession
@@ -270,6 +271,8 @@ class LiveSession:
         self.closed = trio.Event()
         self._tasks: trio.Nursery | None = None
         self._load_errors: list[ExtensionErrorEvent] = []
+        self.bash_operations: BashOperations | None = None
+        """How this session's user ``bash`` commands run (a confined session's sandbox)."""
 
     async def publish_load_errors(self) -> None:
         """Publish the extensions' load errors as ``extension_error`` events (once: called
@@ -278,25 +281,11 @@ class LiveSession:
         for error in errors:
             await self.session.publish(error)
 
-    async def _check_path(self, path: str, kind: PathKind) -> str:
-        # A client names files the host opens or writes with its own privileges: session
-        # files only from the host's session folder, output only there or inside a root.
-        allowed = (
-            (self.request.session_dir,)
-            if kind == "session"
-            else (
-                self.request.session_dir,
-                *self.roots,
-            )
+    @property
+    def _exports(self) -> str:
+        return self.exports_dir or os.path.join(
+            self.request.session_dir, STATE_FOLDER, EXPORTS_FOLDER
         )
-        resolved = await run_file_work(confine_path, path, allowed)
-        if kind == "output" and resolved.endswith(SESSION_SUFFIX):
-            # An HTML export written over a session file would destroy what was saved.
-            raise UsageError(
-                f"path {path!r} resolves to {resolved}, a session file: export_html may not "
-                f"write a {SESSION_SUFFIX} file"
-            )
-        return resolved
 
     @property
     def is_idle(self) -> bool:
@@ -324,7 +313,24 @@ class LiveSession:
         try:
             async with factory(self.request) as opened:
                 self.session = opened.session
-                services = attrs.evolve(opened.services, check_path=self._check_path)
+                # Module functions bound with partial, not bound methods: the session's
+                # commands keep them, and this LiveSession keeps the commands (a cycle would
+                # leave a closed session to the cycle collector).
+                check_path = functools.partial(
+                    check_client_path, self.request.session_dir, self._exports
+                )
+                services = attrs.evolve(opened.services, check_path=check_path)
+                if services.export_html is not None:
+                    services = attrs.evolve(
+                        services,
+                        export_html=functools.partial(
+                            export_into,
+                            services.export_html,
+                            check_path,
+                            opened.session.session_id,
+                        ),
+                    )
+                self.bash_operations = opened.bash_operations
                 self.commands = SessionCommands(opened.session, services)
                 self.id = opened.session.session_id
                 self.log = log.bind(session=self.id)
@@ -453,6 +459,18 @@ class HostApi(Protocol):
 
     def visible_sessions(self, token: str) -> list[LiveSession]: ...
 
+    async def list_sessions(self, token: str) -> list[dict[str, Any]]: ...
+
+    def session_policy_allows(self, token: str, live: LiveSession) -> bool: ...
+
+    async def create_token(
+        self, *, expires: float | None = None, tools: tuple[str, ...] | None = None
+    ) -> tuple[str, str]: ...
+
+    async def revoke_token(self, key: str) -> bool: ...
+
+    async def grant(self, key: str, session_id: str) -> None: ...
+
     async def create_session(
         self,
         token: str,
@@ -523,13 +541,42 @@ def resolve_session_cwd(cwd: str, roots: tuple[str, ...], *, anywhere: bool) -> 
     return resolved
 
 
-def new_token(nbytes: int) -> str:
-    """A random URL-safe token of ``nbytes`` bytes that does not start with ``-`` (one in
-    64 would, and a command line then reads ``--token -x...`` as an option)."""
-    while True:
-        token = secrets.token_urlsafe(nbytes)
-        if not token.startswith("-"):
-            return token
+async def check_client_path(session_dir: str, exports: str, path: str, kind: PathKind) -> str:
+    """The real path of a file a client names (``RpcServices.check_path``).
+
+    A client names files the host opens or writes with its own privileges: session files only
+    from the host's session folder; an export only as a name in the host's exports folder (so
+    it can overwrite no session, context file or extension).
+
+    Raises:
+        UsageError: a session file outside the session folder, or an export path that names no
+            file or a session file.
+    """
+    if kind == "session":
+        return await run_file_work(confine_path, path, (session_dir,))
+    name = os.path.basename(path.replace("\\", "/").rstrip("/"))
+    if name in ("", ".", "..") or "\x00" in name:
+        raise UsageError(f"outputPath {path!r} names no file: give a file name")
+    if name.endswith(SESSION_SUFFIX):
+        raise UsageError(
+            f"outputPath {path!r}: export_html may not write a session file ({SESSION_SUFFIX})"
+        )
+    await run_file_work(functools.partial(os.makedirs, exports, mode=0o700, exist_ok=True))
+    return await run_file_work(confine_path, name, (exports,))
+
+
+async def export_into(
+    inner: Callable[[AgentSession, str | None], Awaitable[str]],
+    check_path: Callable[[str, PathKind], Awaitable[str]],
+    session_id: str,
+    session: AgentSession,
+    output: str | None,
+) -> str:
+    """``export_html`` for a host session: without an ``outputPath`` (where the CLI writes in
+    the session's cwd) the page goes into the host's exports folder."""
+    if output is None:
+        output = await check_path(f"pitrio-session-{session_id}.html", "output")
+    return await inner(session, output)
 
 
 def confine_path(path: str, allowed: tuple[str, ...]) -> str:

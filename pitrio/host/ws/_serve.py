@@ -17,7 +17,7 @@ import os
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final, get_args
+from typing import Any, Final, get_args
 
 import orjson
 import structlog
@@ -25,7 +25,7 @@ import trio
 from trio_websocket import wrap_server_stream
 
 from pitrio._exceptions import PitrioError
-from pitrio.host.ws._client import CLOSE_GOING_AWAY, CLOSE_TIMEOUT, Client
+from pitrio.host.ws._client import CLOSE_GOING_AWAY, CLOSE_REVOKED, CLOSE_TIMEOUT, Client
 from pitrio.host.ws._host import (
     DRAIN_GRACE,
     HARD_FRAME_FACTOR,
@@ -34,10 +34,8 @@ from pitrio.host.ws._host import (
     LiveSession,
     SessionFactory,
     SessionRequest,
-    Tokens,
     locate_session_file,
     log_failure,
-    new_token,
     resolve_session_cwd,
 )
 from pitrio.host.ws._http import (
@@ -49,9 +47,11 @@ from pitrio.host.ws._http import (
     read_request_head,
     read_static,
     send_response,
-    token_matches,
 )
+from pitrio.host.ws._listing import list_visible_sessions
 from pitrio.host.ws._metrics import HostMetrics, QueueSample
+from pitrio.host.ws._policy import Confinement
+from pitrio.host.ws._tokens import TOKENS_FILE, Tokens, new_token
 from pitrio.providers import ModelThinkingLevel
 from pitrio.sessions import run_file_work
 from pitrio.sessions.storage._journal import (
@@ -86,7 +86,8 @@ class Host:
         self.factory = factory
         self.config = config
         self.token = config.token or new_token(32)
-        self.tokens = Tokens(self.token)
+        self.tokens = Tokens(self.token, os.path.join(config.state_folder, TOKENS_FILE))
+        """Client tokens and their grants, kept in ``<state_dir>/tokens.json``."""
         self.roots = config.roots or (os.getcwd(),)
         """Where a ``create_session`` ``cwd`` may lead (:func:`resolve_session_cwd`)."""
         self.metrics = HostMetrics()
@@ -126,6 +127,10 @@ class Host:
     async def run(self, *, task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen and serve until :meth:`drain` has finished (or the call is cancelled)."""
         config = self.config
+        # Before listening: a host that cannot read its tokens file must not start and
+        # forget every client's grants.
+        await run_file_work(self.tokens.load)
+        self._warn_hidden_in_roots()
         listeners = await trio.open_tcp_listeners(config.port, host=config.host or None)
         if config.port == 0 and len(listeners) > 1:
             # Port 0 on a name with several addresses gives each its own port: keep one.
@@ -212,6 +217,68 @@ class Host:
         """The live sessions ``token`` may see."""
         return [s for s in self.sessions.values() if self.tokens.may_open(token, s.id)]
 
+    async def list_sessions(self, token: str) -> list[dict[str, Any]]:
+        """``list_sessions``' entries: every session ``token`` may see, live or on disk."""
+        return await list_visible_sessions(
+            self.config.session_dir, self.visible_sessions(token), self.tokens.sessions_of(token)
+        )
+
+    def _policy(self, token: str) -> tuple[tuple[str, ...] | None, Confinement | None]:
+        """The tools and confinement of a session opened for ``token`` (none for the host
+        token: the factory's defaults)."""
+        if self.tokens.is_host(token):
+            return None, None
+        tools = self.tokens.tools_of(token)
+        confinement = Confinement(
+            roots=self.roots, hidden=(self.config.session_dir, self.config.state_folder)
+        )
+        return (tools if tools is not None else self.config.client_tools), confinement
+
+    def session_policy_allows(self, token: str, live: LiveSession) -> bool:
+        """Whether ``token`` may run commands in ``live`` (prompts, bash ...): a client
+        token only in a confined session whose tools it was granted all of (a session the
+        host token opened runs with the host's tools)."""
+        if self.tokens.is_host(token):
+            return True
+        if live.request.confinement is None:
+            return False
+        tools, _ = self._policy(token)
+        return set(live.request.tools or ()) <= set(tools or ())
+
+    async def create_token(
+        self, *, expires: float | None = None, tools: tuple[str, ...] | None = None
+    ) -> tuple[str, str]:
+        """A new client token (``(secret, id)``), saved before it is returned."""
+        created = self.tokens.create(expires=expires, tools=tools)
+        await self.tokens.save()
+        return created
+
+    async def revoke_token(self, key: str) -> bool:
+        """Forget a client token (saved), and cut off its connections (close code
+        :data:`~pitrio.host.ws._client.CLOSE_REVOKED`); its sessions live on."""
+        if self.tokens.is_host(key) or not self.tokens.revoke(key):
+            return False
+        await self.tokens.save()
+        for client in list(self.clients):
+            if client.token == key:
+                client.close(CLOSE_REVOKED)
+        return True
+
+    async def grant(self, key: str, session_id: str) -> None:
+        """Let the token ``key`` open ``session_id`` (saved before it returns)."""
+        if self.tokens.grant(key, session_id):
+            await self.tokens.save()
+
+    def _warn_hidden_in_roots(self) -> None:
+        # A recursive grep or find from a root would walk into a folder inside it; the
+        # confined tools refuse to name such a folder, not to pass through it.
+        for folder in (self.config.session_dir, self.config.state_folder):
+            real = os.path.realpath(folder)
+            for root in self.roots:
+                base = os.path.realpath(root).rstrip(os.sep) + os.sep
+                if real.startswith(base):
+                    log.warning("host_folder_inside_root", folder=folder, root=root)
+
     async def create_session(
         self,
         token: str,
@@ -242,19 +309,25 @@ class Host:
                 functools.partial(resolve_session_cwd, cwd, self.roots, anywhere=anywhere)
             )
         self._reserve(token)
+        tools, confinement = self._policy(token)
         request = SessionRequest(
             session_dir=self.config.session_dir,
             cwd=cwd,
             model=model,
             thinking_level=thinking_level,
             ephemeral=ephemeral,
+            tools=tools,
+            confinement=confinement,
         )
         try:
             live = await self._start(request, token)
         except BaseException:
             self._release(token)
             raise
-        self.tokens.grant(token, live.id)
+        if not ephemeral:
+            await self.grant(token, live.id)
+        else:
+            self.tokens.grant(token, live.id)  # nothing to find again after a restart
         return live
 
     def _reserve(self, token: str) -> None:
@@ -298,7 +371,13 @@ class Host:
             path = await locate_session_file(self.config.session_dir, session_id)
             if path is None:
                 raise CommandRefused("unknown_session", f"Unknown session: {session_id}")
-            request = SessionRequest(session_dir=self.config.session_dir, session_file=path)
+            tools, confinement = self._policy(token)
+            request = SessionRequest(
+                session_dir=self.config.session_dir,
+                session_file=path,
+                tools=tools,
+                confinement=confinement,
+            )
             try:
                 # A turn a crash interrupted is closed in the file before it loads, so the
                 # session, and every client that resumes, sees it answered (aborted).
@@ -329,7 +408,13 @@ class Host:
         nursery = self._sessions_nursery
         if nursery is None:
             raise CommandRefused("draining", "The host is shutting down")
-        live = LiveSession(request, owner, self.config.idle_timeout, roots=self.roots, epoch=epoch)
+        live = LiveSession(
+            request,
+            owner,
+            self.config.idle_timeout,
+            exports_dir=self.config.exports_folder,
+            epoch=epoch,
+        )
         try:
             started: LiveSession = await nursery.start(live.run, self.factory, self._closed)
         except (PitrioError, OSError, ValueError) as exc:
@@ -381,7 +466,8 @@ class Host:
             await trio.aclose_forcefully(stream)
 
     def _authorized(self, request: HttpRequest) -> str | None:
-        return token_matches(request.token, self.tokens.known())
+        """The key of the request's token (see :meth:`Tokens.authenticate`)."""
+        return self.tokens.authenticate(request.token)
 
     def _origin_allowed(self, request: HttpRequest) -> bool:
         origin = request.origin

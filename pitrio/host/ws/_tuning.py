@@ -8,9 +8,14 @@ itself.
 from __future__ import annotations
 
 import gc
+import os
 from typing import Final
 
-__all__ = ["MANY_SESSIONS_GC_THRESHOLD", "tune_gc_for_many_sessions"]
+__all__ = ["GC_TUNING_ENV", "MANY_SESSIONS_GC_THRESHOLD", "tune_gc_for_many_sessions"]
+
+GC_TUNING_ENV: Final = "PITRIO_GC_TUNING"
+"""Set to ``0`` to keep CPython's default thresholds in ``pitrio serve`` and ``pitrio load``
+(to compare memory and lag with and without the tuning)."""
 
 MANY_SESSIONS_GC_THRESHOLD: Final = (10_000, 20, 20)
 """``gc.set_threshold`` for a process with thousands of live sessions.
@@ -22,10 +27,14 @@ older generations: with 1,000 paced sessions (bench/concurrent_sessions.py --n 1
 2026-11-22) 3-4 s of a 9-10 s run went to automatic collections. With this threshold the run
 took 5.4-5.9 s instead of 9.0-9.9 s and the event-loop lag p99 fell from ~410 to ~115 ms, with
 the same peak RSS. Reference counting still frees almost everything at once; the threshold only
-spaces out the cycle collector's passes.
+spaces out the cycle collector's passes. That holds because a closed session leaves no reference
+cycle behind (tests/host/test_host_memory.py): one that did would keep its memory until a rare
+full collection.
 """
 
 
 def tune_gc_for_many_sessions() -> None:
-    """Set :data:`MANY_SESSIONS_GC_THRESHOLD` for this process."""
+    """Set :data:`MANY_SESSIONS_GC_THRESHOLD` for this process (unless ``PITRIO_GC_TUNING=0``)."""
+    if os.environ.get(GC_TUNING_ENV) == "0":
+        return
     gc.set_threshold(*MANY_SESSIONS_GC_THRESHOLD)

@@ -7,6 +7,7 @@ its public names.
 
 from __future__ import annotations
 
+from pitrio._publish import publish as _publish
 from pitrio.providers.faux._provider import DEFAULT_YIELD_EVERY as DEFAULT_YIELD_EVERY
 from pitrio.providers.faux._provider import FauxModelDefinition as FauxModelDefinition
 from pitrio.providers.faux._provider import FauxProvider as FauxProvider
@@ -34,3 +35,5 @@ __all__ = [
     "register_faux_provider",
     "serialize_context",
 ]
+
+_publish(globals(), __all__)

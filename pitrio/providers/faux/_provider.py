@@ -1,5 +1,8 @@
 """The scripted ``faux`` provider (mirrors pi-ai's ``registerFauxProvider``).
 
+Kept in one module: the scripted model's streaming loop and its scripts; the usage
+estimate lives in _usage.
+
 Each answer is streamed by the stream's own provider task, like any provider's: a paced one
 sleeps on the Trio clock between its chunks, so nothing of one session ever runs in another's
 task.
@@ -21,6 +24,7 @@ import inspect
 import itertools
 import random
 import secrets
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeAlias
@@ -246,7 +250,9 @@ class FauxProvider:
         self._min, self._max = token_size
         self._tps = tokens_per_second
         self._yield_every = yield_every
-        self._registry = registry
+        # Weak: the registry keeps this provider's bound _stream, so a strong reference back
+        # would be a cycle, leaving a dropped registry (one per host session) to the collector.
+        self._registry = weakref.ref(registry)
         self._source_id = f"faux-provider:{secrets.token_hex(6)}"
         self._prompt_cache: dict[str, str] = {}
         self._rng = random.Random(seed)
@@ -276,7 +282,9 @@ class FauxProvider:
 
     def unregister(self) -> None:
         """Remove this provider from its registry."""
-        self._registry.unregister(self._source_id)
+        registry = self._registry()
+        if registry is not None:
+            registry.unregister(self._source_id)
 
     # ------------------------------------------------------------------ streaming
 

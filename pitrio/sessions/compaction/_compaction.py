@@ -1,5 +1,8 @@
 """Compaction: summarise old history so a long session fits the context window (seed 002 s.8).
 
+Kept in one module: cut point, summary and the entry it writes are one algorithm
+(seed 002 s.8).
+
 The pieces, as pi 0.73.1 (docs/compaction.md):
 
 * **Token accounting.** :func:`estimate_tokens` counts characters / 4 (rounded up) per message;

@@ -1,5 +1,8 @@
 """``AgentSession``: an Agent bound to a session file, with retry and compaction (seed 002 s.1).
 
+Kept in one module: the facade: one method per pi AgentSession method, each a
+command sent to the actor.
+
 ::
 
     async with open_agent_session(model=model, session_manager=SessionManager.create(cwd)) as s:
@@ -249,7 +252,15 @@ class AgentSession(UserBashMethods):
         # it (the _Forward lets go of it too), so an idle session does not.
         run = self._actor.run(task_status=_Forward(task_status, self))
         del task_status
-        await run
+        try:
+            await run
+        finally:
+            # Hooks that keep the session they serve (an extension runner's ``session``) and
+            # this facade's actor, which keeps the hooks, would be a cycle: a closed session
+            # lets go of hooks still attached to it.
+            hooks = self._actor.hooks
+            if getattr(hooks, "session", None) is self:
+                hooks.attach(None)
 
     async def aclose(self) -> None:
         """Abort what runs, tell the hooks, and stop (the owner's nursery then cancels run)."""

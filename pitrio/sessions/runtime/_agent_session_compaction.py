@@ -61,6 +61,11 @@ class SessionCompactor:
         self.overflow_recovery_attempted = False
         """Set by an overflow recovery; a second overflow before a new user message gives up."""
 
+    def release(self) -> None:
+        """Let go of the session, which refers back to this compactor (its session is closed:
+        nothing compacts any more)."""
+        del self._session
+
     @property
     def is_running(self) -> bool:
         """Whether a compaction is in progress."""

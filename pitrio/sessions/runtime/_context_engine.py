@@ -386,6 +386,12 @@ class SessionContext:
         self._overridden = _overrides(hooks, "context_envelope")
         self._has_handlers = getattr(hooks, "has_handlers", None)
 
+    def release(self) -> None:
+        """Let go of the session and the engine, which both refer back here (the session is
+        closed: no request is prepared any more)."""
+        del self._session
+        self._engine = None
+
     def has_context_hook(self) -> bool:
         """Whether a ``context`` hook listens (an extension runner implements the hook for
         every session; it counts only when an extension listens to ``context``)."""
@@ -415,9 +421,8 @@ class SessionContext:
         Always a checkpoint: the request is built in a scheduler step of its own, not in the
         one that also opened the run and recorded its prompt. When many sessions start a
         prompt at once (a host, a load run) every such step runs in the same scheduler pass,
-        so the split halves the longest pass of the start and with it the event-loop lag
-        (1,000 paced sessions: lag p99 ~58 -> ~27 ms, median of 5 runs each); it costs one
-        scheduler pass per LLM call.
+        so the split shortens the longest pass of the start and with it the event-loop lag
+        (docs/bench-history.md has the measurement); it costs one scheduler pass per LLM call.
         """
         await trio.lowlevel.checkpoint()
         if not self.active():

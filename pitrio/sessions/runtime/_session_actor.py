@@ -1,5 +1,8 @@
 """``SessionActor``: the task that owns an AgentSession's state and executes its commands.
 
+Kept in one module: the actor's command handlers share its state; tree, compaction
+and bash handlers live in mixins.
+
 ::
 
     AgentSession.run (the session's nursery: opened by the first command, or at start when
@@ -333,7 +336,19 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
             if persistence is not None:
                 persistence.detach()
             self.log.close()
+            self._release_cycles()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _release_cycles(self) -> None:
+        """Break the reference cycles through this actor, once it is closed: its agent's
+        callbacks (let go by ``agent.close``), its log's snapshot (``log.close``), its retry's
+        ``emit``, its compactor's and context's back references. A closed session is then
+        freed by reference counting when its owner drops it, not left to the cycle collector
+        (which a host with spaced-out collections runs rarely)."""
+        self._retry = None
+        self._job = None
+        self._compactor.release()
+        self.context.release()
 
     async def _started(self, task_status: trio.TaskStatus[Self]) -> None:
         self._write_pending_entries()

@@ -1,5 +1,8 @@
 """Settings: the global and the project ``settings.json``, merged (pi's ``SettingsManager``).
 
+Kept in one module: pi's settings table: every setting with its default and getter
+in one place.
+
 Two JSON files configure the coding agent:
 
 * global: ``<agent dir>/settings.json``; the agent dir is ``$PITRIO_CODING_AGENT_DIR`` or
@@ -193,21 +196,28 @@ def check_settings_types(
     object is reported once, not key by key.
     """
     errors: list[SettingsValueError] = []
-
-    def walk(document: Mapping[str, Any], types: Mapping[str, Any], prefix: str) -> None:
-        for key, expected in types.items():
-            value = document.get(key)
-            if value is None:
-                continue
-            if not _fits(value, expected):
-                errors.append(
-                    SettingsValueError(path, scope, prefix + key, value, _describe(expected))
-                )
-            elif isinstance(expected, Mapping):
-                walk(value, expected, f"{prefix}{key}.")
-
-    walk(settings, SETTINGS_TYPES, "")
+    _check_types(errors, path, scope, settings, SETTINGS_TYPES, "")
     return errors
+
+
+def _check_types(
+    errors: list[SettingsValueError],
+    path: str,
+    scope: SettingsScope,
+    document: Mapping[str, Any],
+    types: Mapping[str, Any],
+    prefix: str,
+) -> None:
+    # A module function, not a nested one calling itself: that closure would be a reference
+    # cycle (function -> cell -> function) left to the cycle collector on every settings load.
+    for key, expected in types.items():
+        value = document.get(key)
+        if value is None:
+            continue
+        if not _fits(value, expected):
+            errors.append(SettingsValueError(path, scope, prefix + key, value, _describe(expected)))
+        elif isinstance(expected, Mapping):
+            _check_types(errors, path, scope, value, expected, f"{prefix}{key}.")
 
 
 # --------------------------------------------------------------------------- typed views

@@ -1,5 +1,8 @@
 """The session file's records: header, the nine entry types, and the coding agent's messages.
 
+Kept in one module: the file format's record types, one table of wire classes that
+the codec registers together.
+
 A session file is JSONL: a :class:`SessionHeader` line, then one :data:`SessionEntry` per line
 (seed 002 s.7.3-7.4, Appendix B). Entries form a tree through ``id``/``parentId``. Every class
 here is a :func:`~pitrio.codec.wire` type, so the codec writes exactly pi's JSON; an entry of a

@@ -1,5 +1,8 @@
 """``SessionManager``: a session as an append-only tree of entries, in memory or in a file.
 
+Kept in one module: pi's SessionManager API, one class over the tree, the writer and
+the loader.
+
 Each entry has an ``id`` and a ``parentId``; the *leaf* is the current position. Appending adds
 a child of the leaf and moves the leaf to it; :meth:`SessionManager.branch` moves the leaf back
 to an earlier entry so the next append starts a new branch; nothing is ever modified or deleted.

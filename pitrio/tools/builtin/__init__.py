@@ -29,6 +29,7 @@ from pitrio.tools.builtin._ls import LsTool as LsTool
 from pitrio.tools.builtin._ls import create_ls_tool as create_ls_tool
 from pitrio.tools.builtin._mutation_queue import FileMutationQueue as FileMutationQueue
 from pitrio.tools.builtin._mutation_queue import default_mutation_queue as default_mutation_queue
+from pitrio.tools.builtin._paths import resolve_to_cwd as resolve_to_cwd
 from pitrio.tools.builtin._read import ReadTool as ReadTool
 from pitrio.tools.builtin._read import create_read_tool as create_read_tool
 from pitrio.tools.builtin._shell import BashExecutionError as BashExecutionError
@@ -124,6 +125,7 @@ __all__ = [
     "create_write_tool",
     "default_mutation_queue",
     "format_size",
+    "resolve_to_cwd",
     "truncate_head",
     "truncate_line",
     "truncate_tail",

@@ -177,6 +177,9 @@ class LocalBashOperations:
 
     shell_path: str | None = None
     """Explicit shell (pi's ``shellPath`` setting); ``None`` resolves as :func:`resolve_shell`."""
+    wrapper: tuple[str, ...] = ()
+    """An argv the shell runs under (a host's ``sandboxCommand``: ``("bwrap", ..., "--")``):
+    the process started is ``[*wrapper, shell, *args, command]``. Empty: the shell itself."""
 
     async def exec(
         self,
@@ -193,7 +196,7 @@ class LocalBashOperations:
                 f"Working directory does not exist: {cwd}\nCannot execute bash commands."
             )
         process = await trio.lowlevel.open_process(
-            [shell.shell, *shell.args, command],
+            [*self.wrapper, shell.shell, *shell.args, command],
             cwd=cwd,
             env=dict(env) if env is not None else shell_env(),
             stdin=subprocess.DEVNULL,

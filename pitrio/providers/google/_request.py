@@ -27,72 +27,37 @@ token count ... exceeds the maximum number of tokens allowed", which
 ends without one is an error ("Stream ended without finishReason: the response was terminated
 early", or "Prompt blocked: <blockReason>" when ``promptFeedback`` said so), where pi 0.73.1
 reports whatever arrived as a ``stop``.
+
+**Shared codec.** :func:`run_google_stream` runs one request of this codec against a
+:class:`GoogleEndpoint` (URL, auth headers, optional request/response envelopes); the
+``google-vertex`` and ``google-gemini-cli`` providers use it with their own endpoints, and
+:func:`simple_thinking` / :func:`simple_max_tokens` for their unified options.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
-import httpx2
-import orjson
 
-from pitrio.providers._env_keys import get_env_api_key
-from pitrio.providers._events import (
-    DoneEvent,
-    ErrorEvent,
-    StartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
-from pitrio.providers._http import (
-    HTTPStatusError,
-    InvalidStreamError,
-    apply_on_payload,
-    describe_failure,
-    failure_diagnostics,
-    new_message_builder,
-    open_sse,
-    response_callback,
-    sse_json,
-)
 from pitrio.providers._messages import (
     AssistantMessage,
     Context,
     ImageContent,
     Model,
-    StopReason,
     StreamOptions,
     TextContent,
     ThinkingBudgets,
     ThinkingContent,
     ThinkingLevel,
     Tool,
-    ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from pitrio.providers._models import clamp_thinking_level, with_cost
-from pitrio.providers._partial import AssistantMessageBuilder
-from pitrio.providers._registry import (
-    ApiProvider,
-    ProviderError,
-    ProviderRegistry,
-    default_registry,
-)
-from pitrio.providers._sse import SSEEvent
-from pitrio.providers._stream import AssistantMessageEventStream, now_ms
+from pitrio.providers._models import clamp_thinking_level
 from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers._transform import transform_messages
 
@@ -469,314 +434,75 @@ def request_url(model: Model) -> str:
 
 
 def _request_headers(model: Model, options: StreamOptions, api_key: str) -> dict[str, str]:
-    headers = {"x-goog-api-key": api_key} if api_key else {}
+    return request_headers(model, options, {"x-goog-api-key": api_key} if api_key else {})
+
+
+def request_headers(
+    model: Model, options: StreamOptions, auth: Mapping[str, str]
+) -> dict[str, str]:
+    """``auth`` headers, then the model's headers, then the options' (later ones win)."""
+    headers = dict(auth)
     headers.update(model.headers or {})
     headers.update(options.headers or {})
     return headers
 
 
+@attrs.frozen(kw_only=True)
+class GoogleEndpoint:
+    """Where one request of the Gemini codec goes, and how its body and chunks are wrapped.
+
+    The Vertex AI and Cloud Code Assist providers speak the same ``GenerateContent`` codec as
+    the Gemini API on other URLs; Cloud Code Assist also wraps the request
+    (``{project, model, request}``) and every streamed response (``{response: ...}``).
+    """
+
+    url: str
+    headers: Mapping[str, str]
+    wrap_body: Callable[[dict[str, Any]], Any] | None = None
+    """Turns the ``GenerateContentRequest`` body into what is sent (before ``on_payload``)."""
+    unwrap_chunk: Callable[[Mapping[str, Any]], Any] | None = None
+    """Turns one decoded ``data:`` event into a ``GenerateContentResponse``."""
+
+
+EndpointResolver: TypeAlias = Callable[[Model, StreamOptions], Awaitable[GoogleEndpoint]]
+"""Resolves a request's endpoint (may fetch a token); a failure becomes the error event."""
+
+
 # --------------------------------------------------------------------------- response
 
 
-def map_finish_reason(reason: str) -> StopReason:
-    """Map Gemini's ``finishReason`` to pi's stop reason.
-
-    Raises:
-        ProviderError: a reason pi does not know (``Unhandled stop reason: ...``).
-    """
-    if reason == "STOP":
-        return "stop"
-    if reason == "MAX_TOKENS":
-        return "length"
-    if reason in _ERROR_FINISH_REASONS:
-        return "error"
-    raise ProviderError(f"Unhandled stop reason: {reason}")
+def simple_max_tokens(model: Model, options: StreamOptions) -> int | None:
+    """``options.max_tokens``, else ``min(model.max_tokens, 32000)`` (pi's simple options)."""
+    if options.max_tokens is None and model.max_tokens > 0:
+        return min(model.max_tokens, SIMPLE_MAX_TOKENS_CAP)
+    return options.max_tokens
 
 
-def usage_from_metadata(model: Model, metadata: Mapping[str, Any]) -> Usage:
-    """Turn ``usageMetadata`` into pi's usage: thoughts count as output, cached as cache read."""
-    cached = metadata.get("cachedContentTokenCount") or 0
-    usage = Usage(
-        input=(metadata.get("promptTokenCount") or 0) - cached,
-        output=(metadata.get("candidatesTokenCount") or 0)
-        + (metadata.get("thoughtsTokenCount") or 0),
-        cache_read=cached,
-        cache_write=0,
-        total_tokens=metadata.get("totalTokenCount") or 0,
-    )
-    return with_cost(model, usage)
-
-
-def _compact_json(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def _error_message(exc: BaseException) -> str:
-    """The ``errorMessage`` for a failed request, in the Google SDK's words for HTTP errors."""
-    if isinstance(exc, HTTPStatusError):
-        if "application/json" in exc.headers.get("content-type", ""):
-            try:
-                return _compact_json(orjson.loads(exc.body))
-            except orjson.JSONDecodeError:
-                pass
-        reason = httpx2.codes.get_reason_phrase(exc.status)
-        return _compact_json({"error": {"message": exc.body, "code": exc.status, "status": reason}})
-    return describe_failure(exc)
-
-
-class _Stream:
-    """Turns the response's chunks into pi's events (one instance per response)."""
-
-    def __init__(
-        self, model: Model, builder: AssistantMessageBuilder, out: AssistantMessageEventStream
-    ) -> None:
-        self.model = model
-        self.builder = builder
-        self.out = out
-        self.current: int | None = None  # index of the open text or thinking block
-        self.tool_call_ids: set[str] = set()
-        self.finished = False  # a candidate carried a finishReason
-        self.block_reason: str | None = None  # promptFeedback.blockReason, if any
-
-    async def close_block(self) -> None:
-        index = self.current
-        if index is None:
-            return
-        self.current = None
-        builder = self.builder
-        partial = builder.snapshot()
-        content = builder.text_of(index)
-        if builder.kind(index) == "text":
-            await self.out.emit(TextEndEvent(content_index=index, content=content, partial=partial))
-        else:
-            await self.out.emit(
-                ThinkingEndEvent(content_index=index, content=content, partial=partial)
-            )
-
-    async def chunk(self, chunk: Mapping[str, Any]) -> None:
-        builder = self.builder
-        if "error" in chunk and not chunk.get("candidates"):
-            # The SDK's wording for an error object in the stream. (pi reads an SSE-framed error
-            # as an empty chunk and ends with "stop"; pitrio reports it.)
-            error = chunk["error"] if isinstance(chunk["error"], Mapping) else {}
-            raise ProviderError(f"got status: {error.get('status')}. {_compact_json(chunk)}")
-        response_id = chunk.get("responseId")
-        if response_id and not builder.header.response_id:
-            builder.update(response_id=response_id)
-        candidates = chunk.get("candidates") or ()
-        candidate: Mapping[str, Any] = candidates[0] if candidates else {}
-        content = candidate.get("content") or {}
-        for part in content.get("parts") or ():
-            text = part.get("text")
-            if text is not None:
-                await self.text_part(
-                    text, part.get("thought") is True, part.get("thoughtSignature")
-                )
-            call = part.get("functionCall")
-            if call is not None:  # pi tests the object, so an empty call still counts
-                await self.function_call(call, part.get("thoughtSignature"))
-        feedback = chunk.get("promptFeedback")
-        if isinstance(feedback, Mapping) and feedback.get("blockReason"):
-            self.block_reason = str(feedback["blockReason"])
-        finish = candidate.get("finishReason")
-        if finish:
-            self.finished = True
-            stop_reason = map_finish_reason(finish)
-            if self.tool_call_ids:
-                stop_reason = "toolUse"
-            builder.update(stop_reason=stop_reason)
-        metadata = chunk.get("usageMetadata")
-        if metadata is not None:
-            builder.update(usage=usage_from_metadata(self.model, metadata))
-
-    async def text_part(self, text: str, thinking: bool, signature: str | None) -> None:
-        if not isinstance(text, str):
-            raise TypeError(f"part text is not a string: {text!r}")
-        builder = self.builder
-        out = self.out
-        kind = "thinking" if thinking else "text"
-        index = self.current
-        if index is None or builder.kind(index) != kind:
-            await self.close_block()
-            index = builder.add_thinking() if thinking else builder.add_text()
-            self.current = index
-            start = ThinkingStartEvent if thinking else TextStartEvent
-            await out.emit(start(content_index=index, partial=builder.snapshot()))
-        builder.append(index, text)
-        if signature:  # keep the last non-empty signature of the block
-            builder.set_signature(index, signature)
-        delta = ThinkingDeltaEvent if thinking else TextDeltaEvent
-        await out.emit(delta(content_index=index, delta=text, partial=builder.snapshot()))
-
-    async def function_call(self, call: Mapping[str, Any], signature: str | None) -> None:
-        await self.close_block()
-        builder = self.builder
-        out = self.out
-        name = call.get("name")
-        provided = call.get("id")
-        if provided and provided not in self.tool_call_ids:
-            call_id = provided
-        else:
-            # pi writes `${name}_${Date.now()}_${++counter}`: a missing name reads "undefined".
-            call_id = (
-                f"{name if name is not None else 'undefined'}_{now_ms()}_{next(_tool_call_counter)}"
-            )
-        self.tool_call_ids.add(call_id)
-        args = call.get("args")
-        arguments: dict[str, Any] = dict(args) if isinstance(args, Mapping) else {}
-        index = builder.add_tool_call(
-            id=call_id,
-            name=name or "",
-            arguments=arguments,
-            thought_signature=signature or None,
-        )
-        await out.emit(ToolCallStartEvent(content_index=index, partial=builder.snapshot()))
-        delta = _compact_json(arguments)
-        builder.append(index, delta)
-        await out.emit(
-            ToolCallDeltaEvent(content_index=index, delta=delta, partial=builder.snapshot())
-        )
-        tool_call = builder.block(index)
-        assert isinstance(tool_call, ToolCall)
-        await out.emit(
-            ToolCallEndEvent(content_index=index, tool_call=tool_call, partial=builder.snapshot())
-        )
-
-
-# --------------------------------------------------------------------------- providers
-
-
-async def _read_events(state: _Stream, events: AsyncIterator[SSEEvent]) -> None:
-    """Feed every event to ``state``; stop reading at the first bad one and raise its error
-    (:func:`open_sse` finishes the response's generators)."""
-    async for event in events:
-        try:
-            chunk = sse_json(event)
-            if not isinstance(chunk, Mapping):
-                raise InvalidStreamError(f"Invalid stream chunk (not an object): {event.data!r}")
-            await state.chunk(chunk)
-        except ProviderError:
-            raise
-        except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
-            snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
-            raise InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}") from exc
-    if not state.finished:
-        if state.block_reason is not None:
-            raise ProviderError(f"Prompt blocked: {state.block_reason}")
-        raise ProviderError(NO_FINISH_MESSAGE)
-    await state.close_block()
-
-
-async def _run(
+def simple_thinking(
     model: Model,
-    context: Context,
     options: StreamOptions,
-    google: GoogleOptions,
-    out: AssistantMessageEventStream,
-) -> None:
-    builder = new_message_builder(model)
-    builder.update(api=API)
-    out.attach(builder)
-    try:
-        api_key = options.api_key or get_env_api_key(model.provider) or ""
-        body: Any = build_request_body(model, context, options, google)
-        body = await apply_on_payload(options, body, model)
-        async with open_sse(
-            request_url(model),
-            headers=_request_headers(model, options, api_key),
-            body=body,
-            timeout_ms=options.timeout_ms,
-            max_retries=options.max_retries,
-            max_retry_delay_ms=options.max_retry_delay_ms,
-            stall_timeout_ms=options.stall_timeout_ms,
-            on_response=response_callback(options, model),
-        ) as events:
-            await out.emit(StartEvent(partial=builder.snapshot()))
-            await _read_events(_Stream(model, builder, out), events)
-        if builder.stop_reason in ("error", "aborted"):
-            raise ProviderError(UNKNOWN_ERROR)
-    except Exception as exc:  # failures are data: the stream ends with an error event
-        builder.update(
-            stop_reason="error",
-            error_message=_error_message(exc),
-            diagnostics=failure_diagnostics(exc, builder.header.diagnostics),
-        )
-        await out.emit(ErrorEvent(reason="error", error=builder.build()))
-        return
-    stop_reason = builder.stop_reason
-    assert stop_reason in ("stop", "length", "toolUse")
-    await out.emit(DoneEvent(reason=stop_reason, message=builder.build()))
+    *,
+    levels_for: Callable[[Model], bool] | None = None,
+    budget_for: Callable[[Model, ThinkingLevel, ThinkingBudgets | None], int | None] = (
+        thinking_budget_for
+    ),
+) -> GoogleThinking:
+    """The ``thinking`` option pi's simple stream derives from ``options.reasoning``.
 
-
-async def stream_google(
-    model: Model, context: Context, options: StreamOptions, out: AssistantMessageEventStream
-) -> None:
-    """Stream a Gemini response with API-specific options (pi's ``streamGoogle``).
-
-    ``options.provider_options`` holds :class:`GoogleOptions` (``toolChoice``, ``thinking``).
-    Thinking is only configured when ``thinking`` is given.
+    ``levels_for`` says which models take a ``thinkingLevel`` (default: Gemini 3 and Gemma 4);
+    the others get ``budget_for``'s ``thinkingBudget``. No reasoning turns thinking off.
     """
-    google = GoogleOptions.from_provider_options(options.provider_options)
-    await _run(model, context, options, google, out)
-
-
-async def stream_simple_google(
-    model: Model, context: Context, options: StreamOptions, out: AssistantMessageEventStream
-) -> None:
-    """Stream a Gemini response from the unified options (pi's ``streamSimpleGoogle``).
-
-    ``options.reasoning`` picks ``thinkingLevel`` (Gemini 3, Gemma 4) or ``thinkingBudget``
-    (others, ``options.thinking_budgets`` overriding pi's table); no reasoning turns visible
-    thinking off. ``max_tokens`` defaults to ``min(model.max_tokens, 32000)``.
-
-    Raises:
-        ProviderError: no API key in the options or the environment (as pi, before any event).
-    """
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key:
-        raise ProviderError(f"No API key for provider: {model.provider}")
-    max_tokens = options.max_tokens
-    if max_tokens is None and model.max_tokens > 0:
-        max_tokens = min(model.max_tokens, SIMPLE_MAX_TOKENS_CAP)
-    base = attrs.evolve(options, api_key=api_key, max_tokens=max_tokens)
-    google = GoogleOptions.from_provider_options(options.provider_options)
     if options.reasoning is None:
-        thinking = GoogleThinking(enabled=False)
-    else:
-        clamped = clamp_thinking_level(model, options.reasoning)
-        effort: ThinkingLevel = "high" if clamped == "off" else clamped
-        if is_gemini3_pro(model.id) or is_gemini3_flash(model.id) or is_gemma4(model.id):
-            thinking = GoogleThinking(enabled=True, level=thinking_level_for(effort, model))
-        else:
-            budget = thinking_budget_for(model, effort, options.thinking_budgets)
-            thinking = GoogleThinking(enabled=True, budget_tokens=budget)
-    await _run(model, context, base, attrs.evolve(google, thinking=thinking), out)
-
-
-google_provider: Final = ApiProvider(
-    api=API, stream=stream_google, stream_simple=stream_simple_google
-)
-"""The ``google-generative-ai`` provider, ready to register."""
-
-
-def register_google(registry: ProviderRegistry = default_registry) -> None:
-    """Register the ``google-generative-ai`` provider in ``registry``."""
-    registry.register(google_provider)
-
-
-__all__ = [
-    "API",
-    "GoogleOptions",
-    "GoogleThinking",
-    "GoogleThinkingLevel",
-    "build_request_body",
-    "convert_messages",
-    "convert_tools",
-    "google_provider",
-    "map_finish_reason",
-    "register_google",
-    "request_url",
-    "stream_google",
-    "stream_simple_google",
-    "usage_from_metadata",
-]
+        return GoogleThinking(enabled=False)
+    clamped = clamp_thinking_level(model, options.reasoning)
+    effort: ThinkingLevel = "high" if clamped == "off" else clamped
+    uses_levels = (
+        levels_for(model)
+        if levels_for is not None
+        else is_gemini3_pro(model.id) or is_gemini3_flash(model.id) or is_gemma4(model.id)
+    )
+    if uses_levels:
+        return GoogleThinking(enabled=True, level=thinking_level_for(effort, model))
+    return GoogleThinking(
+        enabled=True, budget_tokens=budget_for(model, effort, options.thinking_budgets)
+    )

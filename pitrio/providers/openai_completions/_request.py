@@ -17,7 +17,8 @@ does:
 * usage from ``usage`` (or ``choices[0].usage``), cache reads and writes separated, cost from
   the model's prices; ``finish_reason`` mapped to pi's stop reasons.
 
-The request body honours the compatibility flags of :mod:`pitrio.providers._openai_compat`
+The request body honours the compatibility flags of
+:mod:`pitrio.providers.openai_completions._compat`
 (system prompt role, max-tokens field, reasoning parameters, tool-result names, ``store``,
 ``stream_options``, Anthropic-style cache markers ...).
 
@@ -43,31 +44,12 @@ from typing import Any, Final, Literal
 import orjson
 
 from pitrio.providers._codec import PROVIDERS_CODEC
-from pitrio.providers._events import (
-    DoneEvent,
-    ErrorEvent,
-    StartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
 from pitrio.providers._http import (
     HTTPStatusError,
-    apply_on_payload,
     describe_failure,
-    failure_diagnostics,
-    new_message_builder,
-    response_callback,
 )
 from pitrio.providers._http import open_sse as open_sse
 from pitrio.providers._http import sse_json as sse_json
-from pitrio.providers._json_parse import parse_streaming_json
 from pitrio.providers._messages import (
     AssistantMessage,
     CacheRetention,
@@ -75,44 +57,23 @@ from pitrio.providers._messages import (
     ImageContent,
     Message,
     Model,
-    StopReason,
-    StreamOptions,
     TextContent,
     ThinkingContent,
     Tool,
-    ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from pitrio.providers._models import clamp_thinking_level, with_cost
-from pitrio.providers._openai_compat import (
-    COMPLETIONS_API,
+from pitrio.providers._registry import (
+    ProviderError,
+)
+from pitrio.providers._text import sanitize_surrogates
+from pitrio.providers._transform import transform_messages
+from pitrio.providers.openai_completions._compat import (
     NO_KEY_NEEDED,
     CompletionsCompat,
     get_compat,
     mistral_tool_call_id_normalizer,
-    resolve_api_key,
 )
-from pitrio.providers._partial import AssistantMessageBuilder
-from pitrio.providers._registry import (
-    ApiProvider,
-    ProviderError,
-    ProviderRegistry,
-    default_registry,
-)
-from pitrio.providers._stream import AssistantMessageEventStream
-from pitrio.providers._text import sanitize_surrogates
-from pitrio.providers._transform import transform_messages
-
-__all__ = [
-    "OPENAI_COMPLETIONS_PROVIDER",
-    "build_params",
-    "convert_messages",
-    "register_openai_completions",
-    "stream_openai_completions",
-    "stream_simple_openai_completions",
-]
 
 REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "reasoning_text")
 """Delta fields servers put reasoning in; the first non-empty one is used (pi's order)."""
@@ -148,150 +109,6 @@ class TruncatedStreamError(ProviderError):
 
 
 # --------------------------------------------------------------------------- entry points
-
-
-async def stream_openai_completions(
-    model: Model, context: Context, options: StreamOptions, out: AssistantMessageEventStream
-) -> None:
-    """Stream one response with API-specific options (pi's ``streamOpenAICompletions``).
-
-    ``options.provider_options`` may hold ``reasoning_effort`` (``"minimal"`` ... ``"xhigh"``)
-    and ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or
-    ``{"type": "function", "function": {"name": ...}}``); pi's camelCase spellings
-    (``reasoningEffort``, ``toolChoice``) are accepted too.
-    """
-    extra = options.provider_options or {}
-    api_key = resolve_api_key(model, options.api_key)
-    if api_key is None:
-        # The OpenAI SDK's own fallback, which pi relies on.
-        api_key = os.environ.get("OPENAI_API_KEY") or None
-    await _run(
-        model,
-        context,
-        options,
-        out,
-        api_key=api_key,
-        missing_key_message=(
-            "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it "
-            "as an argument."
-        ),
-        reasoning_effort=_option(extra, "reasoning_effort", "reasoningEffort"),
-        tool_choice=_option(extra, "tool_choice", "toolChoice"),
-        max_tokens=options.max_tokens,
-    )
-
-
-async def stream_simple_openai_completions(
-    model: Model, context: Context, options: StreamOptions, out: AssistantMessageEventStream
-) -> None:
-    """Stream one response with the unified options (pi's ``streamSimpleOpenAICompletions``).
-
-    ``options.reasoning`` is clamped to the levels the model supports; the output cap defaults
-    to ``min(model.max_tokens, 32000)``. ``provider_options["tool_choice"]`` is passed on.
-    """
-    extra = options.provider_options or {}
-    api_key = resolve_api_key(model, options.api_key)
-    effort: str | None = None
-    if options.reasoning:
-        clamped = clamp_thinking_level(model, options.reasoning)
-        effort = None if clamped == "off" else clamped
-    max_tokens = options.max_tokens
-    if max_tokens is None and model.max_tokens > 0:
-        max_tokens = min(model.max_tokens, SIMPLE_MAX_TOKENS_CAP)
-    await _run(
-        model,
-        context,
-        options,
-        out,
-        api_key=api_key,
-        missing_key_message=f"No API key for provider: {model.provider}",
-        reasoning_effort=effort,
-        tool_choice=_option(extra, "tool_choice", "toolChoice"),
-        max_tokens=max_tokens,
-    )
-
-
-def _option(options: Mapping[str, Any], snake: str, camel: str) -> Any:
-    value = options.get(snake)
-    return options.get(camel) if value is None else value
-
-
-# --------------------------------------------------------------------------- the run
-
-
-async def _run(
-    model: Model,
-    context: Context,
-    options: StreamOptions,
-    out: AssistantMessageEventStream,
-    *,
-    api_key: str | None,
-    missing_key_message: str,
-    reasoning_effort: str | None,
-    tool_choice: Any,
-    max_tokens: int | None,
-) -> None:
-    builder = new_message_builder(model)
-    out.attach(builder)
-    try:
-        if api_key is None:
-            raise MissingApiKey(missing_key_message)
-        compat = get_compat(model)
-        retention = resolve_cache_retention(options.cache_retention)
-        session_id = None if retention == "none" else options.session_id
-        headers = build_headers(model, api_key, options.headers, session_id, compat)
-        body: Any = build_params(
-            model,
-            context,
-            compat=compat,
-            cache_retention=retention,
-            session_id=options.session_id,
-            max_tokens=max_tokens,
-            temperature=options.temperature,
-            reasoning_effort=reasoning_effort,
-            tool_choice=tool_choice,
-        )
-        body = await apply_on_payload(options, body, model)
-        reader = _ChunkReader(model, builder, out)
-        async with open_sse(
-            chat_completions_url(model.base_url),
-            headers=headers,
-            body=body,
-            timeout_ms=options.timeout_ms,
-            max_retries=options.max_retries,
-            max_retry_delay_ms=options.max_retry_delay_ms,
-            stall_timeout_ms=options.stall_timeout_ms,
-            on_response=response_callback(options, model),
-        ) as events:
-            await out.emit(StartEvent(partial=builder.snapshot()))
-            finished = False
-            async for event in events:
-                if finished:
-                    continue  # the SDK reads on to the end of the body, ignoring the rest
-                if event.data.startswith("[DONE]"):
-                    finished = True
-                    continue
-                chunk = sse_json(event)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise StreamErrorChunk(_api_error_text(None, chunk["error"], None))
-                await reader.feed(chunk)
-        if not finished and not reader.finished:
-            raise TruncatedStreamError(NO_FINISH_MESSAGE)
-        await reader.finish_blocks()
-        if builder.stop_reason == "error":
-            raise FinishReasonError(
-                builder.header.error_message or "Provider returned an error stop reason"
-            )
-    except Exception as exc:
-        builder.update(
-            stop_reason="error",
-            error_message=_failure_text(exc),
-            diagnostics=failure_diagnostics(exc, builder.header.diagnostics),
-        )
-        await out.emit(ErrorEvent(reason="error", error=builder.build()))
-        return
-    message = builder.build()
-    await out.emit(DoneEvent(reason=_done_reason(message), message=message))
 
 
 def _done_reason(message: AssistantMessage) -> Literal["stop", "length", "toolUse"]:
@@ -373,249 +190,6 @@ def build_headers(
 
 
 # --------------------------------------------------------------------------- the response
-
-
-class _ChunkReader:
-    """Turns ``chat.completion.chunk`` objects into events on one builder."""
-
-    def __init__(
-        self, model: Model, builder: AssistantMessageBuilder, out: AssistantMessageEventStream
-    ) -> None:
-        self._model = model
-        self._builder = builder
-        self._out = out
-        self._text: int | None = None
-        self._thinking: int | None = None
-        self._by_stream_index: dict[int, int] = {}
-        self._by_id: dict[str, int] = {}
-        self._stream_index_of: dict[int, int | None] = {}
-        self._response_id_set = False
-        self._response_model_set = False
-        self.finished = False
-        """Whether a choice carried a ``finish_reason``."""
-
-    async def feed(self, chunk: Any) -> None:
-        if not isinstance(chunk, dict):
-            return
-        builder = self._builder
-        chunk_id = chunk.get("id")
-        if chunk_id and not self._response_id_set:
-            builder.update(response_id=chunk_id)
-            self._response_id_set = True
-        chunk_model = chunk.get("model")
-        if (
-            isinstance(chunk_model, str)
-            and chunk_model
-            and chunk_model != self._model.id
-            and not self._response_model_set
-        ):
-            builder.update(response_model=chunk_model)
-            self._response_model_set = True
-        usage = chunk.get("usage")
-        if usage:
-            builder.update(usage=parse_chunk_usage(usage, self._model))
-        choices = chunk.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, dict):
-            return
-        if not usage and choice.get("usage"):
-            # Some servers (Moonshot) report usage on the choice.
-            builder.update(usage=parse_chunk_usage(choice["usage"], self._model))
-        finish_reason = choice.get("finish_reason")
-        if finish_reason:
-            self.finished = True
-            stop_reason, error_message = map_stop_reason(finish_reason)
-            builder.update(stop_reason=stop_reason)
-            if error_message:
-                builder.update(error_message=error_message)
-        delta = choice.get("delta")
-        if not delta or not isinstance(delta, dict):
-            return
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            index = self._text
-            if index is None:
-                await self._text_delta(content)
-            else:  # `_text_delta` inline: the per-token path
-                builder.append(index, content)
-                await self._out.emit(
-                    TextDeltaEvent(content_index=index, delta=content, partial=builder.snapshot())
-                )
-            if len(delta) == 1:
-                return  # nothing but the text
-        for field in REASONING_FIELDS:
-            value = delta.get(field)
-            if isinstance(value, str) and value:
-                await self._thinking_delta(value, field)
-                break
-        tool_calls = delta.get("tool_calls")
-        if tool_calls:
-            for tool_call in tool_calls:
-                await self._tool_call_delta(tool_call)
-        details = delta.get("reasoning_details")
-        if isinstance(details, list):
-            self._reasoning_details(details)
-
-    async def _text_delta(self, text: str) -> None:
-        builder = self._builder
-        if self._text is None:
-            self._text = builder.add_text()
-            await self._out.emit(
-                TextStartEvent(content_index=self._text, partial=builder.snapshot())
-            )
-        builder.append(self._text, text)
-        await self._out.emit(
-            TextDeltaEvent(content_index=self._text, delta=text, partial=builder.snapshot())
-        )
-
-    async def _thinking_delta(self, text: str, field: str) -> None:
-        builder = self._builder
-        if self._thinking is None:
-            self._thinking = builder.add_thinking(signature=field)
-            await self._out.emit(
-                ThinkingStartEvent(content_index=self._thinking, partial=builder.snapshot())
-            )
-        builder.append(self._thinking, text)
-        await self._out.emit(
-            ThinkingDeltaEvent(content_index=self._thinking, delta=text, partial=builder.snapshot())
-        )
-
-    async def _tool_call_delta(self, tool_call: Any) -> None:
-        if not isinstance(tool_call, dict):
-            return
-        builder = self._builder
-        raw_index = tool_call.get("index")
-        stream_index: int | None = None
-        if isinstance(raw_index, int | float) and not isinstance(raw_index, bool):
-            stream_index = int(raw_index)
-        call_id = tool_call.get("id") or ""
-        function = tool_call.get("function")
-        if not isinstance(function, dict):
-            function = {}
-        name = function.get("name") or ""
-        index = self._by_stream_index.get(stream_index) if stream_index is not None else None
-        if index is None and call_id:
-            index = self._by_id.get(call_id)
-        if index is None:
-            index = builder.add_tool_call(id=call_id, name=name)
-            self._stream_index_of[index] = stream_index
-            if stream_index is not None:
-                self._by_stream_index[stream_index] = index
-            if call_id:
-                self._by_id[call_id] = index
-            await self._out.emit(
-                ToolCallStartEvent(content_index=index, partial=builder.snapshot())
-            )
-        if stream_index is not None and self._stream_index_of.get(index) is None:
-            self._stream_index_of[index] = stream_index
-            self._by_stream_index[stream_index] = index
-        if call_id:
-            self._by_id[call_id] = index
-        # The head only: reading the whole block would parse all the arguments so far, per
-        # delta (quadratic in the length of the arguments).
-        known_id, known_name = builder.tool_call_head(index)
-        if not known_id and call_id:
-            builder.set_tool_call(index, id=call_id)
-        if not known_name and name:
-            builder.set_tool_call(index, name=name)
-        arguments = function.get("arguments")
-        delta = ""
-        if arguments:
-            delta = arguments
-            builder.append(index, arguments)
-        await self._out.emit(
-            ToolCallDeltaEvent(content_index=index, delta=delta, partial=builder.snapshot())
-        )
-
-    def _reasoning_details(self, details: list[Any]) -> None:
-        for detail in details:
-            if (
-                isinstance(detail, dict)
-                and detail.get("type") == "reasoning.encrypted"
-                and detail.get("id")
-                and detail.get("data")
-            ):
-                index = self._find_tool_call(detail["id"])
-                if index is not None:
-                    self._builder.set_signature(index, orjson.dumps(detail).decode())
-
-    def _find_tool_call(self, call_id: str) -> int | None:
-        builder = self._builder
-        for index in range(len(builder)):
-            if builder.kind(index) == "toolCall" and builder.tool_call_head(index)[0] == call_id:
-                return index
-        return None
-
-    async def finish_blocks(self) -> None:
-        """Emit every block's end event, in block order (pi ends them all after the stream)."""
-        builder = self._builder
-        out = self._out
-        for index in range(len(builder)):
-            kind = builder.kind(index)
-            if kind == "text":
-                await out.emit(
-                    TextEndEvent(
-                        content_index=index,
-                        content=builder.text_of(index),
-                        partial=builder.snapshot(),
-                    )
-                )
-            elif kind == "thinking":
-                await out.emit(
-                    ThinkingEndEvent(
-                        content_index=index,
-                        content=builder.text_of(index),
-                        partial=builder.snapshot(),
-                    )
-                )
-            else:
-                builder.set_arguments(index, parse_streaming_json(builder.text_of(index)))
-                block = builder.block(index)
-                assert isinstance(block, ToolCall)
-                await out.emit(
-                    ToolCallEndEvent(
-                        content_index=index, tool_call=block, partial=builder.snapshot()
-                    )
-                )
-
-
-def parse_chunk_usage(raw: Mapping[str, Any], model: Model) -> Usage:
-    """Usage in pi's terms: ``cacheRead`` excludes this request's cache writes, cost included."""
-    prompt_tokens = raw.get("prompt_tokens") or 0
-    details = raw.get("prompt_tokens_details")
-    details = details if isinstance(details, dict) else {}
-    reported_cached = details.get("cached_tokens")
-    if reported_cached is None:
-        reported_cached = raw.get("prompt_cache_hit_tokens")
-    if reported_cached is None:
-        reported_cached = 0
-    cache_write = details.get("cache_write_tokens") or 0
-    # Some servers (OpenRouter) count this request's cache writes in cached_tokens too.
-    cache_read = max(0, reported_cached - cache_write) if cache_write > 0 else reported_cached
-    input_tokens = max(0, prompt_tokens - cache_read - cache_write)
-    output_tokens = raw.get("completion_tokens") or 0  # reasoning tokens included
-    usage = Usage(
-        input=input_tokens,
-        output=output_tokens,
-        cache_read=cache_read,
-        cache_write=cache_write,
-        total_tokens=input_tokens + output_tokens + cache_read + cache_write,
-    )
-    return with_cost(model, usage)
-
-
-def map_stop_reason(reason: str) -> tuple[StopReason, str | None]:
-    """Map ``finish_reason`` to pi's stop reason and, for failures, an error message."""
-    if reason in ("stop", "end"):
-        return "stop", None
-    if reason == "length":
-        return "length", None
-    if reason in ("function_call", "tool_calls"):
-        return "toolUse", None
-    return "error", f"Provider finish_reason: {reason}"
-
-
-# --------------------------------------------------------------------------- the request
 
 
 def build_params(
@@ -951,17 +525,3 @@ def _parse_signature(signature: str | None) -> Any:
 
 
 # --------------------------------------------------------------------------- registration
-
-OPENAI_COMPLETIONS_PROVIDER: Final = ApiProvider(
-    api=COMPLETIONS_API,
-    stream=stream_openai_completions,
-    stream_simple=stream_simple_openai_completions,
-)
-"""The ``openai-completions`` provider (OpenAI and every OpenAI-compatible server)."""
-
-
-def register_openai_completions(
-    registry: ProviderRegistry = default_registry, source_id: str | None = None
-) -> None:
-    """Register the ``openai-completions`` provider in ``registry``."""
-    registry.register(OPENAI_COMPLETIONS_PROVIDER, source_id)

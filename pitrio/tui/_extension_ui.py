@@ -1,0 +1,123 @@
+"""``ctx.ui`` answered by the terminal UI (the :class:`~pitrio.extensions.ExtensionUI`
+protocol).
+
+The object exists before the app (extensions load, and may call ``ctx.ui``, before the
+screen is up): until :meth:`TuiExtensionUI.attach` gives it the app, dialogs answer their
+defaults at once (as print mode's) and the fire-and-forget calls are kept and applied once
+attached. Dialogs take the editor's place one at a time; ``timeout_ms`` answers the default
+when nobody answered in time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pitrio.tui._dialogs import ConfirmDialog, EditorDialog, InputDialog, SelectDialog
+from pitrio.tui._host import AppHost
+
+__all__ = ["TuiExtensionUI"]
+
+
+class TuiExtensionUI:
+    """``ctx.ui`` for the interactive mode (module docstring)."""
+
+    def __init__(self) -> None:
+        self._app: AppHost | None = None
+        self._pending: list[Callable[[AppHost], None]] = []
+
+    @property
+    def app(self) -> AppHost | None:
+        """The app answering, if it is up."""
+        return self._app
+
+    def attach(self, app: AppHost | None) -> None:
+        """Answer through ``app`` from now on (``None``: the app is gone)."""
+        self._app = app
+        if app is not None:
+            pending, self._pending = self._pending, []
+            for apply in pending:
+                apply(app)
+
+    def _apply(self, change: Callable[[AppHost], None]) -> None:
+        if self._app is None:
+            self._pending.append(change)
+            return
+        change(self._app)
+        self._app.request_render()
+
+    @property
+    def has_ui(self) -> bool:
+        return True
+
+    async def select(
+        self, title: str, options: Sequence[str], *, timeout_ms: float | None = None
+    ) -> str | None:
+        app = self._app
+        if app is None or not options:
+            return None
+        dialog = SelectDialog(app.theme, app.keys, title, list(options))
+        index = await app.show_dialog(dialog, _seconds(timeout_ms))
+        return options[index] if isinstance(index, int) else None
+
+    async def confirm(self, title: str, message: str, *, timeout_ms: float | None = None) -> bool:
+        app = self._app
+        if app is None:
+            return False
+        answer = await app.show_dialog(
+            ConfirmDialog(app.theme, app.keys, title, message), _seconds(timeout_ms)
+        )
+        return bool(answer)
+
+    async def input(
+        self, title: str, placeholder: str | None = None, *, timeout_ms: float | None = None
+    ) -> str | None:
+        app = self._app
+        if app is None:
+            return None
+        answer = await app.show_dialog(
+            InputDialog(app.theme, app.keys, title, placeholder), _seconds(timeout_ms)
+        )
+        return answer if isinstance(answer, str) else None
+
+    async def editor(self, title: str, prefill: str | None = None) -> str | None:
+        app = self._app
+        if app is None:
+            return None
+        answer = await app.show_dialog(EditorDialog(app.theme, app.keys, title, prefill or ""))
+        return answer if isinstance(answer, str) else None
+
+    def notify(self, message: str, type: str = "info") -> None:
+        self._apply(lambda app: app.notify(message, type))
+
+    def set_status(self, key: str, text: str | None) -> None:
+        def change(app: AppHost) -> None:
+            if text:
+                app.statuses[key] = text
+            else:
+                app.statuses.pop(key, None)
+
+        self._apply(change)
+
+    def set_widget(
+        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
+    ) -> None:
+        def change(app: AppHost) -> None:
+            if lines is None:
+                app.widgets.pop(key, None)
+            else:
+                app.widgets[key] = (list(lines), placement or "aboveEditor")
+
+        self._apply(change)
+
+    def set_title(self, title: str) -> None:
+        def change(app: AppHost) -> None:
+            app.title = title
+
+        self._apply(change)
+
+    def set_editor_text(self, text: str) -> None:
+        self._apply(lambda app: app.editor.set_text(text))
+
+
+def _seconds(timeout_ms: float | None) -> float | None:
+    return timeout_ms / 1000 if timeout_ms is not None else None

@@ -1,0 +1,45 @@
+"""What commands and ``ctx.ui`` need of the app (a protocol, so that they do not import the
+app module that imports them)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pitrio.tui._dialogs import Dialog
+from pitrio.tui._editor import Editor
+from pitrio.tui._keybindings import Keybindings
+from pitrio.tui._render import Renderer
+from pitrio.tui._terminal import Terminal
+from pitrio.tui._theme import Theme
+
+__all__ = ["AppHost"]
+
+
+class AppHost(Protocol):
+    """The :class:`~pitrio.tui.InteractiveApp` as its commands and ``ctx.ui`` see it."""
+
+    session: Any
+    terminal: Terminal
+    config: Any
+    theme: Theme
+    keys: Keybindings
+    editor: Editor
+    renderer: Renderer
+    statuses: dict[str, str]
+    widgets: dict[str, tuple[list[str], str]]
+    title: str | None
+    status_text: str | None
+
+    def notify(self, message: str, kind: str = "info") -> None: ...
+
+    def request_render(self) -> None: ...
+
+    def rebuild_chat(self) -> None: ...
+
+    def quit(self, code: int = 0) -> None: ...
+
+    def set_theme(self, theme: Theme) -> None: ...
+
+    async def reload_keybindings(self) -> None: ...
+
+    async def show_dialog(self, dialog: Dialog, time_limit: float | None = None) -> Any: ...
