@@ -62,7 +62,9 @@ async def test_create_prompt_and_stream_carry_session_and_seq(tmp_path: Path) ->
         }
         events = [(f, t) for f, t in zip(frames, raw, strict=True) if f.get("type") != "response"]
         assert [f["seq"] for f, _ in events] == list(range(1, len(events) + 1))
-        assert all(t.startswith(f'{{"session":"{sid}","epoch":1,"seq":{f["seq"]},') for f, t in events)
+        assert all(
+            t.startswith(f'{{"session":"{sid}","epoch":1,"seq":{f["seq"]},') for f, t in events
+        )
         assert text_of_deltas(frames) == "You said: hello"
         state = await client.call({"type": "get_state", "session": sid})
         assert state["data"]["messageCount"] == 2
