@@ -62,7 +62,9 @@ async def test_create_prompt_and_stream_carry_session_and_seq(tmp_path: Path) ->
         }
         events = [(f, t) for f, t in zip(frames, raw, strict=True) if f.get("type") != "response"]
         assert [f["seq"] for f, _ in events] == list(range(1, len(events) + 1))
-        assert all(t.startswith(f'{{"session":"{sid}","seq":{f["seq"]},') for f, t in events)
+        assert all(
+            t.startswith(f'{{"session":"{sid}","epoch":1,"seq":{f["seq"]},') for f, t in events
+        )
         assert text_of_deltas(frames) == "You said: hello"
         state = await client.call({"type": "get_state", "session": sid})
         assert state["data"]["messageCount"] == 2
@@ -78,7 +80,7 @@ async def test_two_clients_on_one_session_see_the_same_events(tmp_path: Path) ->
     ):
         sid = (await first.call({"type": "create_session"}))["data"]["session"]
         opened = await second.call({"type": "open_session", "session": sid})
-        assert opened["data"] == {"session": sid, "seq": 0}
+        assert opened["data"] == {"session": sid, "epoch": 1, "seq": 0}
         await first.send({"type": "prompt", "session": sid, "message": "both of you"})
         seen_first = [f for f in await first.until(_is_end) if "seq" in f]
         seen_second = [f for f in await second.until(_is_end) if "seq" in f]
@@ -126,7 +128,7 @@ async def test_resume_from_a_cursor_out_of_the_ring_gives_a_snapshot(tmp_path: P
         last = (await first.until(_is_end))[-1]["seq"]
         async with open_client(host) as late:
             opened = await late.call({"type": "open_session", "session": sid, "resume_from": 1})
-            assert opened["data"] == {"session": sid, "seq": last}
+            assert opened["data"] == {"session": sid, "epoch": 1, "seq": last}
             snapshot = await late.frame()
             assert snapshot["type"] == "snapshot"
             assert snapshot["session"] == sid and snapshot["seq"] == last
@@ -167,7 +169,12 @@ async def test_a_client_that_stops_reading_is_cut_off_with_4008(tmp_path: Path) 
         assert closed.value.reason is not None and closed.value.reason.code == 4008
         lagged = frames[-1]
         events = [f for f in frames if "seq" in f and f.get("type") != "lagged"]
-        assert lagged == {"type": "lagged", "session": sid, "resume_from": events[-1]["seq"]}
+        assert lagged == {
+            "type": "lagged",
+            "session": sid,
+            "epoch": 1,
+            "resume_from": events[-1]["seq"],
+        }
         state = await reader.call({"type": "get_state", "session": sid})
         assert state["data"]["messageCount"] == 2 * prompts
 

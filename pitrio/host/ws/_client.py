@@ -143,10 +143,16 @@ def _quick_record(text: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def snapshot_frame(session_id: str, snapshot: Snapshot) -> str:
-    """The ``snapshot`` frame for a resume whose cursor left the replay ring."""
+def snapshot_frame(session_id: str, snapshot: Snapshot, epoch: int = 1) -> str:
+    """The ``snapshot`` frame for a resume whose cursor left the replay ring (or is of
+    another epoch)."""
     state: Any = snapshot.state
-    body: dict[str, Any] = {"type": "snapshot", "session": session_id, "seq": snapshot.seq}
+    body: dict[str, Any] = {
+        "type": "snapshot",
+        "session": session_id,
+        "epoch": epoch,
+        "seq": snapshot.seq,
+    }
     if isinstance(state, SessionSnapshot):
         data: dict[str, Any] = {}
         if state.model is not None:
@@ -185,13 +191,18 @@ class Client:
         self._stream = stream
         limits = host.config.limits
         self._limits = limits
-        send, receive = trio.open_memory_channel[tuple[str, str | None, int]](limits.outbound_queue)
+        send, receive = trio.open_memory_channel[tuple[str, str | None, int, int]](
+            limits.outbound_queue
+        )
         self._out = send
         self._out_receive = receive
         self._bucket = TokenBucket(limits.commands_per_second, limits.command_burst)
         self.attached: dict[str, _Attachment] = {}
         self.sent: dict[str, int] = {}
-        """The last seq written to the socket, per attached session (the resume cursor)."""
+        """The last seq written to the socket, per attached session (the resume cursor, with
+        :attr:`epochs`)."""
+        self.epochs: dict[str, int] = {}
+        """The epoch of each cursor in :attr:`sent`."""
         self._close_code: int | None = None
         self._attachments_changed = trio.Event()
         self._room = trio.Event()
@@ -265,7 +276,7 @@ class Client:
         ws = self.ws
         metrics = self.host.metrics
         try:
-            async for text, session, seq in self._out_receive:
+            async for text, session, epoch, seq in self._out_receive:
                 self._room.set()
                 self._room = trio.Event()
                 if self._close_code == CLOSE_LAGGED:
@@ -274,12 +285,18 @@ class Client:
                 metrics.frames_sent_total += 1
                 if session is not None:
                     self.sent[session] = seq
+                    self.epochs[session] = epoch
                     metrics.events_sent()
             code = self._close_code
             if code == CLOSE_LAGGED:
                 # `sent` is kept once cut off, and counts the frame that was being written.
                 for session, seq in self.sent.items():
-                    frame = {"type": "lagged", "session": session, "resume_from": seq}
+                    frame = {
+                        "type": "lagged",
+                        "session": session,
+                        "epoch": self.epochs.get(session, 0),
+                        "resume_from": seq,
+                    }
                     await ws.send_message(orjson.dumps(frame).decode())
             reason = {CLOSE_LAGGED: "lagged", CLOSE_REVOKED: "token revoked or expired"}
             await ws.aclose(code or 1000, reason.get(code) if code is not None else None)
@@ -294,19 +311,19 @@ class Client:
         """Queue a frame from the reader (waits while the queue is full: the reader is this
         client's own, so a client that does not read only slows itself)."""
         with contextlib.suppress(trio.ClosedResourceError):
-            await self._out.send((text, None, 0))
+            await self._out.send((text, None, 0, 0))
 
     def send_nowait(self, text: str) -> None:
         """Queue a frame from a session's task: never waits; a full queue cuts the client
         off for lag."""
         try:
-            self._out.send_nowait((text, None, 0))
+            self._out.send_nowait((text, None, 0, 0))
         except trio.WouldBlock:
             self.close(CLOSE_LAGGED)
         except trio.ClosedResourceError:
             pass
 
-    async def _put(self, frame: str, session: str, seq: int, subscription: Any) -> bool:
+    async def _put(self, frame: str, session: str, epoch: int, seq: int, subscription: Any) -> bool:
         """Queue an event frame, waiting for room; False once ``subscription`` was cut off
         meanwhile (its ``on_cut_off`` callback, :meth:`_wake`, ends the wait).
 
@@ -315,7 +332,7 @@ class Client:
         """
         while True:
             try:
-                self._out.send_nowait((frame, session, seq))
+                self._out.send_nowait((frame, session, epoch, seq))
                 return True
             except trio.WouldBlock:
                 pass
@@ -502,7 +519,7 @@ class Client:
                 )
             live = await host.create_session(self.token, **fields, ephemeral=ephemeral)
             self.log.info("session_created", session=live.id)
-            data = {"session": live.id, "seq": live.session.seq}
+            data = {"session": live.id, "epoch": live.epoch, "seq": live.session.seq}
             if live.session.session_file is not None:
                 data["sessionFile"] = live.session.session_file
             await self._attach(live, None, id_, type_, data)
@@ -543,11 +560,20 @@ class Client:
                     "invalid_command",
                     'Invalid open_session command: "resume_from" must be an integer >= 0',
                 )
+            epoch = record.get("epoch")
+            if epoch is not None and (
+                not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0
+            ):
+                raise CommandRefused(
+                    "invalid_command",
+                    'Invalid open_session command: "epoch" must be an integer >= 0',
+                )
             live = await host.open_session(self.token, session)
             previous = self.attached.pop(session, None)
             if previous is not None:
                 previous.scope.cancel()
-            await self._attach(live, resume, id_, type_, None)
+            cursor = None if resume is None else (live.epoch if epoch is None else epoch, resume)
+            await self._attach(live, cursor, id_, type_, None)
             await live.publish_load_errors()
             return
         live = host.live_session(self.token, session)
@@ -573,7 +599,7 @@ class Client:
     async def _attach(
         self,
         live: LiveSession,
-        resume_from: int | None,
+        resume_from: tuple[int, int] | None,
         id_: Any,
         command: str,
         data: dict[str, Any] | None,
@@ -586,6 +612,7 @@ class Client:
         self.attached.pop(session_id, None)
         if self._close_code != CLOSE_LAGGED:
             self.sent.pop(session_id, None)
+            self.epochs.pop(session_id, None)
         self._attachments_changed.set()
         self._attachments_changed = trio.Event()
         live = live or self.host.sessions.get(session_id)
@@ -596,7 +623,7 @@ class Client:
     async def _pump(
         self,
         live: LiveSession,
-        resume_from: int | None,
+        resume_from: tuple[int, int] | None,
         id_: Any,
         command: str,
         data: dict[str, Any] | None,
@@ -606,7 +633,13 @@ class Client:
         session_id = live.id
         limits = self._limits
         metrics = self.host.metrics
-        prefix = '{"session":' + orjson.dumps(session_id).decode() + ',"seq":'
+        epoch = live.epoch
+        prefix = f'{{"session":{orjson.dumps(session_id).decode()},"epoch":{epoch},"seq":'
+        from_seq: int | None = None
+        if resume_from is not None:
+            # A cursor of another epoch counts from another life's events: a snapshot, as
+            # for a cursor that left the ring (a cursor ahead of the log gets one).
+            from_seq = resume_from[1] if resume_from[0] == epoch else live.session.seq + 1
         with trio.CancelScope() as scope:
             attachment = _Attachment(scope)
             self.attached[session_id] = attachment
@@ -614,24 +647,32 @@ class Client:
             live.touch()
             try:
                 async with live.session.events(
-                    from_seq=resume_from,
+                    from_seq=from_seq,
                     policy="coalesce",
                     max_buffer=limits.subscription_buffer,
                 ) as subscription:
                     attachment.subscription = subscription
                     subscription.on_cut_off(self._wake)
                     seq = live.session.seq
-                    self.sent[session_id] = resume_from if resume_from is not None else seq
-                    answer = data if data is not None else {"session": session_id, "seq": seq}
+                    self.epochs[session_id], self.sent[session_id] = (
+                        resume_from if resume_from is not None else (epoch, seq)
+                    )
+                    answer = (
+                        data
+                        if data is not None
+                        else {"session": session_id, "epoch": epoch, "seq": seq}
+                    )
                     await self.send(_splice(session_id, RpcResponse.ok(id_, command, answer)))
                     task_status.started()
                     try:
                         async for item in subscription:
                             if isinstance(item, Snapshot):
-                                frame = snapshot_frame(session_id, item)
+                                frame = snapshot_frame(session_id, item, epoch)
                             else:
                                 frame = f"{prefix}{item.seq},{item.wire[1:].decode()}"
-                            if not await self._put(frame, session_id, item.seq, subscription):
+                            if not await self._put(
+                                frame, session_id, epoch, item.seq, subscription
+                            ):
                                 raise SubscriberLagged(limits.subscription_buffer, item.seq)
                     except SubscriberLagged:
                         self.close(CLOSE_LAGGED)

@@ -31,10 +31,12 @@ import trio
 from pitrio._exceptions import PitrioError, UsageError
 from pitrio.host.rpc._commands import PathKind, RpcServices, SessionCommands
 from pitrio.host.rpc._types import RpcRequest
+from pitrio.host.ws._journal import TurnJournal
 from pitrio.host.ws._metrics import HostMetrics
 from pitrio.host.ws._policy import DEFAULT_CLIENT_TOOLS, Confinement
 from pitrio.host.ws._tokens import Tokens, new_token
 from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
+from pitrio.sessions.storage._journal import write_epoch
 from pitrio.tools.builtin import BashOperations
 
 __all__ = [
@@ -244,11 +246,16 @@ class LiveSession:
         idle_timeout: float,
         *,
         exports_dir: str = "",
+        epoch: int = 1,
     ) -> None:
         self.request = request
         self.exports_dir = exports_dir
         """The only folder ``export_html`` writes in (empty: the session folder's
         ``.host/exports``)."""
+        self.epoch = epoch
+        """This opening's number: greater than every earlier opening's of the same session
+        file (recorded next to it, see :func:`~pitrio.sessions.storage._journal.next_epoch`).
+        Every event frame carries it with its ``seq``, which counts from 1 in each epoch."""
         self.owner = owner
         self.id = ""
         self.session: AgentSession
@@ -328,6 +335,10 @@ class LiveSession:
                 self.id = opened.session.session_id
                 self.log = log.bind(session=self.id)
                 self._load_errors = list(opened.load_errors)
+                new_file = opened.session.session_file
+                if self.request.session_file is None and new_file is not None:
+                    # A new session's first opening, recorded before any cursor is handed out.
+                    await run_file_work(write_epoch, new_file, self.epoch)
                 for error in self._load_errors:
                     self.log.warning(
                         "extension_load_failed", extension=error.extension_path, error=error.error
@@ -335,6 +346,10 @@ class LiveSession:
                 async with trio.open_nursery() as tasks:
                     self._tasks = tasks
                     tasks.start_soon(self._idle_watch)
+                    journal = None
+                    if opened.session.session_file is not None:
+                        journal = TurnJournal()
+                        tasks.start_soon(journal.follow, opened.session)
                     started = True
                     task_status.started(self)
                     # Not kept while the session lives: it holds the nursery nursery.start
@@ -342,6 +357,10 @@ class LiveSession:
                     del task_status
                     await self._close.wait()
                     tasks.cancel_scope.cancel()
+                if journal is not None and not self.session.is_streaming:
+                    # Closed with no run (close aborts it first): no answer is in flight,
+                    # whether or not the journal saw the last message end.
+                    await journal.discard()
         except Exception:
             if not started:
                 raise

@@ -8,8 +8,13 @@ from typing import Any
 
 from pitrio.host.ws._host import LiveSession
 from pitrio.sessions import SessionInfo, SessionManager, run_file_work
+from pitrio.sessions.storage._journal import read_epoch
 
 __all__ = ["list_visible_sessions"]
+
+
+def _epochs(paths: list[str]) -> dict[str, int]:
+    return {path: read_epoch(path) for path in paths}
 
 
 def _iso(moment: datetime) -> str:
@@ -23,7 +28,8 @@ async def list_visible_sessions(
     ``session_dir`` that are not live and whose id is in ``allowed`` (``None``: any).
 
     Each entry: ``session``, ``live``, ``sessionFile``, ``name``, ``cwd``, ``lastActivity``
-    (ISO 8601 UTC: the last user or assistant message, else the file's creation),
+    (ISO 8601 UTC: the last user or assistant message, else the file's creation), ``epoch``
+    (the live opening's; for a file, its last opening's, 0 if a host never opened it),
     and for live sessions ``seq``, ``isStreaming`` and ``clients``. The files are read in a
     worker thread (every file of the folder: the cost grows with the folder).
     """
@@ -48,17 +54,21 @@ async def list_visible_sessions(
             "name": agent.session_name,
             "cwd": agent.session_manager.get_cwd(),
             "lastActivity": _iso(info.modified) if info is not None else None,
-            # The epoch of the session's current opening goes here once sessions have one.
+            "epoch": session.epoch,
             "seq": agent.seq,
             "isStreaming": agent.is_streaming,
             "clients": len(session.clients),
         }
         listed.append(entry)
-    for info in infos:  # most recently active first
-        if info.id in live_ids or info.path in live_files:
-            continue
-        if allowed is not None and info.id not in allowed:
-            continue
+    closed = [
+        info
+        for info in infos  # most recently active first
+        if info.id not in live_ids
+        and info.path not in live_files
+        and (allowed is None or info.id in allowed)
+    ]
+    epochs = await run_file_work(_epochs, [info.path for info in closed])
+    for info in closed:
         listed.append(
             {
                 "session": info.id,
@@ -67,7 +77,7 @@ async def list_visible_sessions(
                 "name": info.name,
                 "cwd": info.cwd,
                 "lastActivity": _iso(info.modified),
-                # The epoch of its last opening goes here once sessions have one.
+                "epoch": epochs[info.path],
             }
         )
     return listed

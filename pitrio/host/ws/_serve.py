@@ -54,6 +54,10 @@ from pitrio.host.ws._policy import Confinement
 from pitrio.host.ws._tokens import TOKENS_FILE, Tokens, new_token
 from pitrio.providers import ModelThinkingLevel
 from pitrio.sessions import run_file_work
+from pitrio.sessions.storage._journal import (
+    next_epoch,
+    recover_interrupted_turn,
+)
 
 __all__ = ["WS_MESSAGE_QUEUE", "WS_PATH", "Host", "open_host"]
 
@@ -374,10 +378,19 @@ class Host:
                 tools=tools,
                 confinement=confinement,
             )
+            try:
+                # A turn a crash interrupted is closed in the file before it loads, so the
+                # session, and every client that resumes, sees it answered (aborted).
+                closed = await run_file_work(recover_interrupted_turn, path)
+                epoch = await run_file_work(next_epoch, path)
+            except (PitrioError, OSError) as exc:
+                raise CommandRefused("session_failed", f"Cannot open the session: {exc}") from exc
+            if closed is not None:
+                log.warning("turn_recovered", session=session_id, blocks=len(closed.content))
             # The token that reopens it owns it now: it counts towards that token's limit.
             self._reserve(token)
             try:
-                return await self._start(request, token, session_id)
+                return await self._start(request, token, session_id, epoch)
             except BaseException:
                 self._release(token)
                 raise
@@ -386,13 +399,21 @@ class Host:
             opening.set()
 
     async def _start(
-        self, request: SessionRequest, owner: str, expected_id: str | None = None
+        self,
+        request: SessionRequest,
+        owner: str,
+        expected_id: str | None = None,
+        epoch: int = 1,
     ) -> LiveSession:
         nursery = self._sessions_nursery
         if nursery is None:
             raise CommandRefused("draining", "The host is shutting down")
         live = LiveSession(
-            request, owner, self.config.idle_timeout, exports_dir=self.config.exports_folder
+            request,
+            owner,
+            self.config.idle_timeout,
+            exports_dir=self.config.exports_folder,
+            epoch=epoch,
         )
         try:
             started: LiveSession = await nursery.start(live.run, self.factory, self._closed)

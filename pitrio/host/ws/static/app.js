@@ -29,6 +29,7 @@
     nextId: 1,
     pending: new Map(), // command id -> {resolve, reject}
     seq: new Map(), // session id -> last seq received
+    epoch: new Map(), // session id -> the epoch of that seq (the host's opening of the session)
     sessions: [],
     current: hash.get("session") || null,
     streaming: false,
@@ -334,6 +335,7 @@
     }
     if (f.type === "snapshot") {
       state.seq.set(f.session, f.seq);
+      state.epoch.set(f.session, f.epoch);
       if (f.session === state.current) {
         rebuild(f.messages || []);
         state.streaming = !!(f.state && f.state.isStreaming);
@@ -342,8 +344,10 @@
       return;
     }
     if (typeof f.seq === "number") {
-      if (f.seq <= (state.seq.get(f.session) || 0)) return; // already seen (a replay overlap)
+      // Already seen (a replay overlap); seqs count afresh in each epoch.
+      if (f.epoch === state.epoch.get(f.session) && f.seq <= (state.seq.get(f.session) || 0)) return;
       state.seq.set(f.session, f.seq);
+      state.epoch.set(f.session, f.epoch);
     }
     if (f.session === state.current) {
       if (state.held) state.held.push(f);
@@ -392,13 +396,15 @@
   // where they replace what they repeat (showMessage), so nothing is lost or doubled.
   async function attach(id) {
     if (state.seq.has(id)) {
-      await command({ type: "open_session", session: id, resume_from: state.seq.get(id) });
+      const cursor = { resume_from: state.seq.get(id), epoch: state.epoch.get(id) };
+      await command({ type: "open_session", session: id, ...cursor });
       return;
     }
     state.held = [];
     try {
       const data = await command({ type: "open_session", session: id });
       state.seq.set(id, data.seq);
+      state.epoch.set(id, data.epoch);
       const [history, status] = await Promise.all([
         command({ type: "get_messages", session: id }),
         command({ type: "get_state", session: id }),
@@ -432,6 +438,7 @@
       command({ type: "detach_session", session: state.current }).catch(() => {});
     }
     state.seq.set(data.session, data.seq || 0);
+    state.epoch.set(data.session, data.epoch);
     select(data.session);
     await refreshSessions();
   }
