@@ -9,8 +9,8 @@ the member's function by its tag inline, and arrays of objects are built in the 
 Anything it is not sure of (a missing key, an int where a float is expected, a dict subclass, a
 nested shape it does not know) makes it give up with :class:`_Slow`, and cattrs' own function,
 built from the same fields, decides: the same object, or the error with its message. Both paths
-give the same results (``tests/sessions/test_decoding.py`` checks it on pi's captures and on
-random edits of them, ``tests/sessions/test_accelerators.py`` with the accelerators off).
+give the same results (``tests/sessions/storage/test_decoding.py`` checks it on pi's captures and on
+random edits of them, ``tests/sessions/storage/test_accelerators.py`` with the accelerators off).
 
 ``PITRIO_ACCELERATORS=0`` in the environment switches them off: read once, when this module is
 first imported; then no function is generated and every object is decoded by cattrs' function

@@ -1,6 +1,6 @@
 """An in-process ``pitrio serve`` host for the browser page: faux sessions, paced streams.
 
-Used by ``tests/host/test_browser.py`` and ``scripts/page_screenshot.py``. Sessions are built by
+Used by ``tests/host/ws/test_browser.py`` and ``scripts/page_screenshot.py``. Sessions are built by
 the command's own factory (``--provider faux``) in ``root``; ``script`` is the faux model's
 responses (``PITRIO_FAUX_SCRIPT``) and ``tokens_per_second`` paces them
 (``PITRIO_FAUX_TOKENS_PER_SECOND``) so that a page can be caught mid-stream.

@@ -1,4 +1,4 @@
-// pi 0.73.1's AuthStorage, driven line by line for tests/providers/test_credentials_pi.py.
+// pi 0.73.1's AuthStorage, driven line by line for tests/providers/credentials/test_credentials_pi.py.
 //
 // Reads one JSON command per stdin line and answers each with one JSON line on stdout:
 //   {"op":"open","path":P}                 AuthStorage.create(P) -> {errors}

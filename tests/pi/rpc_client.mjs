@@ -6,7 +6,7 @@
 // Each target runs in its own work directory (its cwd and HOME; the agent dirs inside it), all
 // targets at the same time. The agent is started as RpcClient does it: `node <cliPath> --mode rpc
 // --provider faux --model faux-1`, with PITRIO_FAUX_SCRIPT naming SCRIPT below (written to the
-// work directory). tests/host/test_pi_rpc_client.py runs this against pitrio (pitrio-shim.mjs)
+// work directory). tests/host/rpc/test_pi_rpc_client.py runs this against pitrio (pitrio-shim.mjs)
 // and against pi itself (pi-faux-cli.mjs) and compares the answers.
 //
 // Synchronisation is by events only: a tool call that waits for a file holds the agent busy

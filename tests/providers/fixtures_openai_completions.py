@@ -4,7 +4,7 @@ Chunks are built the way OpenAI (and the OpenAI-compatible servers named in each
 send them: ``chat.completion.chunk`` objects with ``id``, ``created``, ``model``,
 ``system_fingerprint``, one choice whose ``delta`` carries the new content, ``usage: null``
 on every chunk while ``stream_options.include_usage`` is on, then a usage-only chunk with
-``choices: []`` and ``data: [DONE]``. ``tests/providers/test_openai_completions.py`` checks every
+``choices: []`` and ``data: [DONE]``. ``tests/providers/openai_completions/test_openai_completions.py`` checks every
 chunk against the openai SDK's ``ChatCompletionChunk`` and rejects keys it does not declare,
 except the vendor fields listed in :data:`VENDOR_CHUNK_FIELDS`.
 

@@ -28,7 +28,7 @@ older generations: with 1,000 paced sessions (bench/concurrent_sessions.py --n 1
 took 5.4-5.9 s instead of 9.0-9.9 s and the event-loop lag p99 fell from ~410 to ~115 ms, with
 the same peak RSS. Reference counting still frees almost everything at once; the threshold only
 spaces out the cycle collector's passes. That holds because a closed session leaves no reference
-cycle behind (tests/host/test_host_memory.py): one that did would keep its memory until a rare
+cycle behind (tests/host/ws/test_host_memory.py): one that did would keep its memory until a rare
 full collection.
 """
 

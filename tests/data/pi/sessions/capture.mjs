@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /*
  * capture.mjs: session files written and read by the real pi (npm @mariozechner/pi-coding-agent 0.73.1),
- * for pitrio's session tests (tests/sessions/test_pi_compat.py).
+ * for pitrio's session tests (tests/sessions/storage/test_pi_compat.py).
  *
  * What it writes (into the output directory, default: this script's folder)
  *   <scenario>.jsonl          a session file written by pi's SessionManager

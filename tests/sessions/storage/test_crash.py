@@ -19,7 +19,7 @@ import trio
 from pitrio.providers import UserMessage
 from pitrio.sessions import SessionManager
 
-CHILD = Path(__file__).with_name("crash_writer.py")
+CHILD = Path(__file__).parent.parent.joinpath("crash_writer.py")
 WRITERS = 20
 
 

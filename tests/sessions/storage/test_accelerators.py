@@ -15,8 +15,8 @@ import pytest
 
 import pitrio
 
-CHILD = Path(__file__).parent / "accelerators_child.py"
-DATA = Path(__file__).parent.parent / "data" / "pi"
+CHILD = Path(__file__).parent.parent / "accelerators_child.py"
+DATA = Path(__file__).parent.parent.parent / "data" / "pi"
 
 
 @cache

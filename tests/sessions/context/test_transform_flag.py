@@ -7,7 +7,7 @@ import pathlib
 from pitrio.sessions import SessionManager
 from pitrio.sessions.envelope import MessagesCachedReplaceOp
 from tests.actors.helpers import assistant
-from tests.sessions.test_envelope import _user
+from tests.sessions.context.test_envelope import _user
 
 
 def test_flag_follows_appends_reopens_and_new_sessions(tmp_path: pathlib.Path) -> None:

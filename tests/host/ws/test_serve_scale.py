@@ -77,7 +77,7 @@ ROUND_TIMEOUT: Final = 300.0
 (never a timing claim)."""
 OVERALL_TIMEOUT: Final = 900.0
 """A bound on the whole run, so a hang fails instead of blocking CI (never a timing claim)."""
-REPO: Final = str(Path(__file__).resolve().parents[2])
+REPO: Final = str(Path(__file__).resolve().parent.parents[2])
 FILES_PER_CLIENT: Final = 3
 """Open files per client at the peak: its socket, the host's socket, the session's file."""
 

@@ -38,7 +38,7 @@ from pitrio.providers.credentials import (
     write_auth_file,
 )
 
-PI_DIR = Path(__file__).resolve().parent.parent / "pi"
+PI_DIR = Path(__file__).resolve().parent.parent.parent / "pi"
 SCRIPT = "auth-storage.mjs"
 WAIT_WINDOW = 1.0
 """Real seconds a waiter is watched not to get the lock while the other side holds it."""

@@ -30,7 +30,7 @@ from pitrio.sessions import (
 )
 from pitrio.sessions.storage._files import lock_holder, lock_session_file
 
-HOLDER = Path(__file__).with_name("lock_holder.py")
+HOLDER = Path(__file__).parent.parent.joinpath("lock_holder.py")
 PROMPT = ("-p", "hi")
 
 

@@ -34,7 +34,7 @@ TOKENS_PER_SECOND: Final = 20
 LONG: Final = "stream me slowly " * 40
 """Echoed at TOKENS_PER_SECOND four-character tokens: an answer of several seconds."""
 DELTAS_BEFORE_KILL: Final = 6
-REPO: Final = str(Path(__file__).resolve().parents[2])
+REPO: Final = str(Path(__file__).resolve().parent.parents[2])
 
 
 @attrs.define

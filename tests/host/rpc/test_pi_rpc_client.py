@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-PI_DIR = Path(__file__).resolve().parent.parent / "pi"
+PI_DIR = Path(__file__).resolve().parent.parent.parent / "pi"
 RUN_TIMEOUT = 120
 """Seconds the node script may take at most (it takes a few; this only stops a hang)."""
 
