@@ -225,7 +225,8 @@ async def test_a_prompt_cut_short_by_a_killed_host_is_found_by_open_session(
     tmp_path: Path,
 ) -> None:
     """A host killed (SIGKILL) in the middle of a session's first answer leaves the session
-    on disk: a new host reopens it with ``open_session``, the prompt in its history."""
+    on disk: a new host reopens it with ``open_session``, the prompt in its history and the
+    interrupted answer closed as aborted (the crash recovery of the turn in flight)."""
     env = {
         **os.environ,
         **faux_env(str(tmp_path)),
@@ -250,7 +251,8 @@ async def test_a_prompt_cut_short_by_a_killed_host_is_found_by_open_session(
                 assert reopened["success"] is True, reopened
                 messages = await client.call({"type": "get_messages", "session": sid})
                 history = messages["data"]["messages"]
-                assert [m["role"] for m in history] == ["user"]
+                assert [m["role"] for m in history] == ["user", "assistant"]
+                assert history[1]["stopReason"] == "aborted"
                 assert history[0]["content"] in (
                     PACED_MESSAGE,
                     [{"type": "text", "text": PACED_MESSAGE}],
