@@ -224,6 +224,7 @@ async def run_interactive_session(
         reloader=runner.reload if runner is not None and runner.extensions else None,
         session_dir=runtime.session_manager.get_session_dir(),
         keybinding_paths=keybinding_paths,
+        scoped_models=tuple(f"{s.model.provider}/{s.model.id}" for s in runtime.scoped_models),
     )
     async with open_http_client(), open_cli_session(runtime, options) as session:
         before_screen()

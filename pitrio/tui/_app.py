@@ -124,6 +124,9 @@ class AppConfig:
     session_dir: str | None = None
     keybinding_paths: tuple[str, ...] = ()
     """Where ``/reload`` reads ``keybindings.json`` from (the first that exists)."""
+    scoped_models: tuple[str, ...] = ()
+    """The session's Ctrl+P scope at start (``provider/id``; from ``--models`` or
+    ``enabledModels``), what ``/scoped-models`` opens with."""
 
 
 class InteractiveApp(ChatEvents):

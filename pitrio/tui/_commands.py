@@ -17,7 +17,7 @@ import trio
 from pitrio._exceptions import PitrioError
 from pitrio.providers import AssistantMessage, TextContent, UserMessage
 from pitrio.tui._components import format_tokens
-from pitrio.tui._dialogs import InputDialog, SelectDialog
+from pitrio.tui._dialogs import InputDialog, ScopedModelsDialog, SelectDialog
 from pitrio.tui._host import AppHost
 from pitrio.tui._theme import Theme
 
@@ -27,6 +27,7 @@ COMMANDS: Final = {
     "quit": "Quit pitrio",
     "new": "Start a new session",
     "model": "Switch models",
+    "scoped-models": "Enable/disable models for Ctrl+P cycling",
     "thinking": "Set the thinking level",
     "name": "Set the session's display name",
     "session": "Show the session file, ID, messages, tokens and cost",
@@ -60,8 +61,11 @@ class CommandRunner:
     def __init__(self, app: AppHost) -> None:
         self.app = app
         self._handlers: dict[str, Callable[[str], Awaitable[None]]] = {
-            name: getattr(self, f"_{name}") for name in COMMANDS
+            name: getattr(self, "_" + name.replace("-", "_")) for name in COMMANDS
         }
+        self._scope: list[Any] | None = None
+        """The models ``/scoped-models`` chose for Ctrl+P (``None``: the session's own
+        scope, from ``--models`` or ``enabledModels``)."""
 
     def handles(self, name: str) -> bool:
         return _ALIASES.get(name, name) in self._handlers
@@ -154,7 +158,42 @@ class CommandRunner:
         await self.session.set_model(models[index])
         self._info(f"Model: {names[index]}")
 
+    async def _scoped_models(self, args: str) -> None:
+        models = list(self.session.available_models)
+        if not models:
+            self.app.notify("No models available (set a provider's API key)", "warning")
+            return
+        names = [f"{m.provider}/{m.id}" for m in models]
+        if self._scope is not None:
+            enabled = [f"{m.provider}/{m.id}" for m in self._scope]
+        else:
+            enabled = list(self.app.config.scoped_models)
+        answer = await self.app.show_dialog(
+            ScopedModelsDialog(self.app.theme, self.app.keys, names, enabled)
+        )
+        if answer is None:
+            return
+        chosen, save = answer
+        by_name = dict(zip(names, models, strict=True))
+        self._scope = [by_name[name] for name in chosen]
+        if save:
+            await self.session.settings.aset_global("enabledModels", chosen or None)
+            self._info(
+                f"Saved {len(chosen)} scoped models to settings"
+                if chosen
+                else "Cleared the scoped models in settings"
+            )
+        else:
+            self._info(
+                f"Scoped models: {', '.join(chosen)}"
+                if chosen
+                else "Scoped models: all (this session)"
+            )
+
     async def cycle_model(self, direction: str) -> None:
+        if self._scope:
+            await self._cycle_scope(self._scope, direction)
+            return
         try:
             result = await self.session.cycle_model(direction)
         except PitrioError as exc:
@@ -164,6 +203,25 @@ class CommandRunner:
             self._info("Only one model available")
         else:
             self._info(f"Model: {result.model.provider}/{result.model.id}")
+
+    async def _cycle_scope(self, scope: list[Any], direction: str) -> None:
+        """Ctrl+P over the models ``/scoped-models`` chose, in their order."""
+        current = self.session.model
+        index = next(
+            (
+                i
+                for i, m in enumerate(scope)
+                if current is not None and (m.provider, m.id) == (current.provider, current.id)
+            ),
+            -1 if direction == "forward" else 0,
+        )
+        if len(scope) == 1 and index == 0:
+            self._info("Only one model in scope")
+            return
+        step = 1 if direction == "forward" else -1
+        chosen = scope[(index + step) % len(scope)]
+        await self.session.set_model(chosen)
+        self._info(f"Model: {chosen.provider}/{chosen.id}")
 
     async def cycle_thinking(self) -> None:
         level = await self.session.cycle_thinking_level()
