@@ -20,6 +20,7 @@ from pitrio.tui._components import format_tokens
 from pitrio.tui._dialogs import InputDialog, ScopedModelsDialog, SelectDialog
 from pitrio.tui._host import AppHost
 from pitrio.tui._theme import Theme
+from pitrio.tui._tree import TreeDialog, tree_rows
 
 __all__ = ["COMMANDS", "CommandRunner"]
 
@@ -338,59 +339,19 @@ class CommandRunner:
             self._after_switch()
             self._info(f"Resumed {os.path.basename(sessions[index].path)}")
 
-    def _tree_rows(self) -> tuple[list[str], list[str], int]:
-        manager = self.session.session_manager
-        leaf = manager.get_leaf_id()
-        rows: list[str] = []
-        ids: list[str] = []
-        current = 0
-
-        def describe(entry: Any) -> str | None:
-            message = getattr(entry, "message", None)
-            kind = getattr(entry, "type", "")
-            if message is None:
-                if kind == "compaction":
-                    return "[compaction]"
-                if kind == "branch_summary":
-                    return "[branch summary]"
-                return None
-            role = getattr(message, "role", "")
-            if role == "user":
-                return "user: " + _text_of(message).replace("\n", " ")
-            if role == "assistant":
-                text = _text_of(message).replace("\n", " ")
-                calls = [b.name for b in message.content if getattr(b, "type", "") == "toolCall"]
-                return "assistant: " + (text or ", ".join(f"[{c}]" for c in calls) or "(empty)")
-            if role == "toolResult":
-                return f"[{message.tool_name} result]"
-            if role == "bashExecution":
-                return f"! {message.command}"
-            return f"[{role}]"
-
-        def walk(nodes: list[Any], depth: int) -> None:
-            nonlocal current
-            for node in nodes:
-                text = describe(node.entry)
-                next_depth = depth + (1 if len(nodes) > 1 else 0)
-                if text is not None:
-                    label = f" [{node.label}]" if node.label else ""
-                    marker = "• " if node.entry.id == leaf else ""
-                    if node.entry.id == leaf:
-                        current = len(rows)
-                    rows.append("  " * depth + marker + text[:200] + label)
-                    ids.append(node.entry.id)
-                walk(node.children, next_depth)
-
-        walk(manager.get_tree(), 0)
-        return rows, ids, current
-
     async def _tree(self, args: str) -> None:
-        rows, ids, current = self._tree_rows()
+        manager = self.session.session_manager
+        rows = tree_rows(manager.get_tree(), manager.get_leaf_id())
         if not rows:
             self._info("The session is empty")
             return
-        index = await self._select("Session tree (• current position)", rows, selected=current)
-        if index is None:
+        app = self.app
+
+        def on_label(entry_id: str, label: str | None) -> None:
+            app.spawn(lambda: self.session.set_label(entry_id, label))
+
+        target = await app.show_dialog(TreeDialog(app.theme, app.keys, rows, on_label))
+        if target is None:
             return
         choice = await self._select(
             "Summarize the branch you leave?",
@@ -408,7 +369,7 @@ class CommandRunner:
             self.app.request_render()
         try:
             result = await self.session.navigate_tree(
-                ids[index], summarize=choice > 0, custom_instructions=instructions
+                target, summarize=choice > 0, custom_instructions=instructions
             )
         finally:
             self.app.status_text = None

@@ -3,6 +3,7 @@ app module that imports them)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from pitrio.tui._dialogs import Dialog
@@ -37,6 +38,8 @@ class AppHost(Protocol):
     def rebuild_chat(self) -> None: ...
 
     def quit(self, code: int = 0) -> None: ...
+
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> None: ...
 
     def set_theme(self, theme: Theme) -> None: ...
 
