@@ -58,6 +58,7 @@ from pitrio.tui._components import (
     format_tokens,
     short_cwd,
 )
+from pitrio.tui._custom import render_component
 from pitrio.tui._dialogs import Dialog
 from pitrio.tui._editor import Editor
 from pitrio.tui._keybindings import Keybindings
@@ -149,6 +150,7 @@ class InteractiveApp(ChatEvents):
         self.statuses: dict[str, str] = {}
         self.widgets: dict[str, tuple[list[str], str]] = {}
         self.title: str | None = None
+        self.footer: Any = None
         self.working = False
         self.status_text: str | None = None
         self.queue: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -347,6 +349,15 @@ class InteractiveApp(ChatEvents):
             return False
 
     def _render_footer(self, width: int) -> list[str]:
+        footer = self.footer
+        if footer is not None:
+            try:
+                return render_component(footer, width)
+            except Exception as exc:
+                # An extension's bug: the built-in footer comes back, the screen stays up.
+                log.exception("extension_footer_failed")
+                self.footer = None
+                self.notify(f"Extension footer failed: {type(exc).__name__}: {exc}", "error")
         theme = self.theme
         session = self.session
         top = short_cwd(self.config.cwd)
@@ -392,6 +403,10 @@ class InteractiveApp(ChatEvents):
         self.theme = theme
         self.markdown = MarkdownRenderer(theme)
         self.editor.theme = theme
+        for component in (self.footer, getattr(self.dialog, "component", None)):
+            invalidate = getattr(component, "invalidate", None)
+            if invalidate is not None:
+                invalidate()
         self._build_header()
         self.rebuild_chat()
         self.renderer.reset()

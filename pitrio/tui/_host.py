@@ -30,6 +30,8 @@ class AppHost(Protocol):
     widgets: dict[str, tuple[list[str], str]]
     title: str | None
     status_text: str | None
+    footer: Any
+    """An extension's footer component (``ctx.ui.set_footer``), or ``None``."""
 
     def notify(self, message: str, kind: str = "info") -> None: ...
 
