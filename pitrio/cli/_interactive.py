@@ -91,6 +91,9 @@ def run_interactive_command(
         err.write(f"Warning: {message}\n")
 
     ui = TuiExtensionUI()
+    if args.resume:
+        # pi's -r on a terminal: the session selector on the screen, not a numbered list.
+        pick = terminal_picker(env, fd_in, fd_out)
     try:
         runner, args = load_cli_extensions(args, cwd=cwd, env=env, err=stderr, ui=ui)  # type: ignore[arg-type]
         runtime = build_runtime(
@@ -123,6 +126,26 @@ def run_interactive_command(
         return 1
     finally:
         stderr.release()
+
+
+def terminal_picker(env: Mapping[str, str], fd_in: int, fd_out: int) -> PickSession:
+    """``-r``'s chooser: :func:`~pitrio.tui.pick_session` on the terminal, in a Trio run of
+    its own (the session is opened after the choice, before the chat's run). The keys are the
+    user's ``keybindings.json``; the theme is the dark one (the settings are not read yet)."""
+    from pitrio.sessions.resources import resolve_agent_dirs
+    from pitrio.tui import Keybindings, Theme, open_terminal, pick_session
+
+    def pick(sessions: Sequence[Any]) -> Any:
+        dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
+        keys = Keybindings.load((dirs.config_file("keybindings.json"),))
+
+        async def choose() -> Any:
+            with open_terminal(fd_in, fd_out) as terminal:
+                return await pick_session(sessions, terminal, Theme.builtin("dark"), keys)
+
+        return trio.run(choose)
+
+    return pick
 
 
 async def run_interactive_session(

@@ -19,6 +19,7 @@ from pitrio.providers import AssistantMessage, TextContent, UserMessage
 from pitrio.tui._components import format_tokens
 from pitrio.tui._dialogs import InputDialog, ScopedModelsDialog, SelectDialog
 from pitrio.tui._host import AppHost
+from pitrio.tui._picker import session_choices
 from pitrio.tui._theme import Theme
 from pitrio.tui._tree import TreeDialog, tree_rows
 
@@ -330,8 +331,7 @@ class CommandRunner:
         if not sessions:
             self._info("No other sessions in this directory")
             return
-        labels = [(s.name or s.first_message).replace("\n", " ")[:200] for s in sessions]
-        details = [f"{s.modified:%Y-%m-%d %H:%M} · {s.message_count} messages" for s in sessions]
+        labels, details = session_choices(sessions)
         index = await self._select("Resume session", labels, details)
         if index is None:
             return
