@@ -200,7 +200,7 @@ async def run_interactive_session(
     options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
     keybinding_paths = (runtime.dirs.config_file("keybindings.json"),)
     keybindings = await trio.to_thread.run_sync(Keybindings.load, keybinding_paths)
-    theme = await trio.to_thread.run_sync(_theme, runtime, cwd, warnings)
+    theme = await trio.to_thread.run_sync(_theme, runtime, cwd, warnings, args)
     runner = runtime.extensions
     loaded = _loaded(resources, runner)
 
@@ -265,22 +265,38 @@ async def run_interactive_session(
                 ui.attach(None)
 
 
-def _theme(runtime: Any, cwd: str, warnings: list[str]) -> Any:
+def _theme(runtime: Any, cwd: str, warnings: list[str], args: CliArgs) -> Any:
+    """The theme to draw with: the ``theme`` setting when it names a theme (built-in, given
+    with ``--theme``, or a ``NAME.json`` in a themes folder), else the last ``--theme``, else
+    dark. ``--theme`` takes a built-in name, a file's path, or a name found in the themes
+    folders; ``--no-themes`` searches no folder (built-ins and ``--theme`` paths only)."""
     from pitrio.tui import Theme, ThemeError, load_theme
 
+    dirs: tuple[str, ...] = ()
+    if not args.no_themes:
+        dirs = (
+            os.path.join(runtime.agent_dir, "themes"),
+            *(os.path.join(d, "themes") for d in runtime.dirs.fallback_dirs),
+            os.path.join(cwd, ".pi", "themes"),
+        )
+    given = []
+    for value in args.themes:
+        try:
+            given.append(load_theme(value, dirs))
+        except ThemeError as exc:
+            warnings.append(f"--theme {value}: {exc}")
+    fallback = given[-1] if given else Theme.builtin("dark")
     name = runtime.settings.get("theme") if hasattr(runtime.settings, "get") else None
     if not isinstance(name, str) or not name:
-        return Theme.builtin("dark")
-    dirs = (
-        os.path.join(runtime.agent_dir, "themes"),
-        *(os.path.join(d, "themes") for d in runtime.dirs.fallback_dirs),
-        os.path.join(cwd, ".pi", "themes"),
-    )
+        return fallback
+    for theme in given:
+        if theme.name == name:
+            return theme
     try:
         return load_theme(name, dirs)
     except ThemeError as exc:
-        warnings.append(f"{exc}; using the dark theme")
-        return Theme.builtin("dark")
+        warnings.append(f"{exc}; using the {fallback.name} theme")
+        return fallback
 
 
 def _loaded(resources: Any, runner: Any) -> list[tuple[str, str]]:

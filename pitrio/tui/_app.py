@@ -199,7 +199,11 @@ class InteractiveApp(ChatEvents):
         """Show the UI until the user quits; ``initial`` prompts are sent first, in order.
         Returns the exit status."""
         self._build_header()
+        # Notices given before the run (start-up warnings) stay, after the session's messages.
+        early = list(self.chat.children)
         self.rebuild_chat()
+        for view in early:
+            self.chat.add(view)
         # Rich loads its lexers on first use: here, rather than in the first answer's frame.
         self.markdown.render("```python\npass\n```", 20)
         try:
