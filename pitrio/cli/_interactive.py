@@ -91,6 +91,9 @@ def run_interactive_command(
         err.write(f"Warning: {message}\n")
 
     ui = TuiExtensionUI()
+    if args.resume:
+        # pi's -r on a terminal: the session selector on the screen, not a numbered list.
+        pick = terminal_picker(env, fd_in, fd_out)
     try:
         runner, args = load_cli_extensions(args, cwd=cwd, env=env, err=stderr, ui=ui)  # type: ignore[arg-type]
         runtime = build_runtime(
@@ -123,6 +126,26 @@ def run_interactive_command(
         return 1
     finally:
         stderr.release()
+
+
+def terminal_picker(env: Mapping[str, str], fd_in: int, fd_out: int) -> PickSession:
+    """``-r``'s chooser: :func:`~pitrio.tui.pick_session` on the terminal, in a Trio run of
+    its own (the session is opened after the choice, before the chat's run). The keys are the
+    user's ``keybindings.json``; the theme is the dark one (the settings are not read yet)."""
+    from pitrio.sessions.resources import resolve_agent_dirs
+    from pitrio.tui import Keybindings, Theme, open_terminal, pick_session
+
+    def pick(sessions: Sequence[Any]) -> Any:
+        dirs = resolve_agent_dirs(env, home=env.get("HOME") or None)
+        keys = Keybindings.load((dirs.config_file("keybindings.json"),))
+
+        async def choose() -> Any:
+            with open_terminal(fd_in, fd_out) as terminal:
+                return await pick_session(sessions, terminal, Theme.builtin("dark"), keys)
+
+        return trio.run(choose)
+
+    return pick
 
 
 async def run_interactive_session(
@@ -177,7 +200,7 @@ async def run_interactive_session(
     options = {**runtime.session_options(system_prompt), **prompt_resources(resources)}
     keybinding_paths = (runtime.dirs.config_file("keybindings.json"),)
     keybindings = await trio.to_thread.run_sync(Keybindings.load, keybinding_paths)
-    theme = await trio.to_thread.run_sync(_theme, runtime, cwd, warnings)
+    theme = await trio.to_thread.run_sync(_theme, runtime, cwd, warnings, args)
     runner = runtime.extensions
     loaded = _loaded(resources, runner)
 
@@ -224,6 +247,7 @@ async def run_interactive_session(
         reloader=runner.reload if runner is not None and runner.extensions else None,
         session_dir=runtime.session_manager.get_session_dir(),
         keybinding_paths=keybinding_paths,
+        scoped_models=tuple(f"{s.model.provider}/{s.model.id}" for s in runtime.scoped_models),
     )
     async with open_http_client(), open_cli_session(runtime, options) as session:
         before_screen()
@@ -241,22 +265,38 @@ async def run_interactive_session(
                 ui.attach(None)
 
 
-def _theme(runtime: Any, cwd: str, warnings: list[str]) -> Any:
+def _theme(runtime: Any, cwd: str, warnings: list[str], args: CliArgs) -> Any:
+    """The theme to draw with: the ``theme`` setting when it names a theme (built-in, given
+    with ``--theme``, or a ``NAME.json`` in a themes folder), else the last ``--theme``, else
+    dark. ``--theme`` takes a built-in name, a file's path, or a name found in the themes
+    folders; ``--no-themes`` searches no folder (built-ins and ``--theme`` paths only)."""
     from pitrio.tui import Theme, ThemeError, load_theme
 
+    dirs: tuple[str, ...] = ()
+    if not args.no_themes:
+        dirs = (
+            os.path.join(runtime.agent_dir, "themes"),
+            *(os.path.join(d, "themes") for d in runtime.dirs.fallback_dirs),
+            os.path.join(cwd, ".pi", "themes"),
+        )
+    given = []
+    for value in args.themes:
+        try:
+            given.append(load_theme(value, dirs))
+        except ThemeError as exc:
+            warnings.append(f"--theme {value}: {exc}")
+    fallback = given[-1] if given else Theme.builtin("dark")
     name = runtime.settings.get("theme") if hasattr(runtime.settings, "get") else None
     if not isinstance(name, str) or not name:
-        return Theme.builtin("dark")
-    dirs = (
-        os.path.join(runtime.agent_dir, "themes"),
-        *(os.path.join(d, "themes") for d in runtime.dirs.fallback_dirs),
-        os.path.join(cwd, ".pi", "themes"),
-    )
+        return fallback
+    for theme in given:
+        if theme.name == name:
+            return theme
     try:
         return load_theme(name, dirs)
     except ThemeError as exc:
-        warnings.append(f"{exc}; using the dark theme")
-        return Theme.builtin("dark")
+        warnings.append(f"{exc}; using the {fallback.name} theme")
+        return fallback
 
 
 def _loaded(resources: Any, runner: Any) -> list[tuple[str, str]]:

@@ -213,13 +213,14 @@ def _agent_parser() -> argparse.ArgumentParser:
         "--theme",
         action="append",
         default=[],
-        metavar="PATH",
-        help="(not supported yet: themes come with the interactive mode)",
+        metavar="NAME|PATH",
+        help="load a theme (a built-in name, a file, or a name in the themes folders; "
+        "repeatable; the last one is used unless the theme setting names another)",
     )
     add(
         "--no-themes",
         action="store_true",
-        help="(not supported yet: themes come with the interactive mode)",
+        help="do not discover themes in the themes folders",
     )
     add(
         "--stall-timeout",
@@ -495,10 +496,7 @@ def run_agent_command(
     if args.export is not None:
         return export_session(args, out=out, err=err, cwd=cwd)
     for flag in args.unsupported():
-        err.write(
-            f"pitrio: {flag} is not supported yet (themes come with the interactive mode, "
-            "which is not available yet); ignored\n"
-        )
+        err.write(f"pitrio: {flag} is not supported yet; ignored\n")
     if args.mode == "rpc":
         from pitrio.cli._rpc_mode import run_rpc_command
 

@@ -150,12 +150,10 @@ class CliArgs:
     no_themes: bool = False
 
     def unsupported(self) -> list[str]:
-        """The flags given for features pitrio does not have yet."""
-        given = (
-            ("--theme", bool(self.themes)),
-            ("--no-themes", self.no_themes),
-        )
-        return [flag for flag, present in given if present]
+        """The flags given for features pitrio does not have yet (none now: ``--theme`` and
+        ``--no-themes`` are the interactive mode's, and the other modes ignore them, as pi's
+        do)."""
+        return []
 
 
 def setup_help(agent_dir: str) -> str:

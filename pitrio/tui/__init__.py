@@ -17,6 +17,7 @@ from pitrio.tui._keys import KeyParser as KeyParser
 from pitrio.tui._keys import Paste as Paste
 from pitrio.tui._keys import normalize_key as normalize_key
 from pitrio.tui._markdown import MarkdownView as MarkdownView
+from pitrio.tui._picker import pick_session as pick_session
 from pitrio.tui._render import Component as Component
 from pitrio.tui._render import Container as Container
 from pitrio.tui._render import Renderer as Renderer
@@ -47,6 +48,7 @@ __all__ = [
     "load_theme",
     "normalize_key",
     "open_terminal",
+    "pick_session",
 ]
 
 _publish(globals(), __all__)

@@ -58,6 +58,7 @@ from pitrio.tui._components import (
     format_tokens,
     short_cwd,
 )
+from pitrio.tui._custom import render_component
 from pitrio.tui._dialogs import Dialog
 from pitrio.tui._editor import Editor
 from pitrio.tui._keybindings import Keybindings
@@ -124,6 +125,9 @@ class AppConfig:
     session_dir: str | None = None
     keybinding_paths: tuple[str, ...] = ()
     """Where ``/reload`` reads ``keybindings.json`` from (the first that exists)."""
+    scoped_models: tuple[str, ...] = ()
+    """The session's Ctrl+P scope at start (``provider/id``; from ``--models`` or
+    ``enabledModels``), what ``/scoped-models`` opens with."""
 
 
 class InteractiveApp(ChatEvents):
@@ -146,6 +150,7 @@ class InteractiveApp(ChatEvents):
         self.statuses: dict[str, str] = {}
         self.widgets: dict[str, tuple[list[str], str]] = {}
         self.title: str | None = None
+        self.footer: Any = None
         self.working = False
         self.status_text: str | None = None
         self.queue: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -194,7 +199,11 @@ class InteractiveApp(ChatEvents):
         """Show the UI until the user quits; ``initial`` prompts are sent first, in order.
         Returns the exit status."""
         self._build_header()
+        # Notices given before the run (start-up warnings) stay, after the session's messages.
+        early = list(self.chat.children)
         self.rebuild_chat()
+        for view in early:
+            self.chat.add(view)
         # Rich loads its lexers on first use: here, rather than in the first answer's frame.
         self.markdown.render("```python\npass\n```", 20)
         try:
@@ -344,6 +353,15 @@ class InteractiveApp(ChatEvents):
             return False
 
     def _render_footer(self, width: int) -> list[str]:
+        footer = self.footer
+        if footer is not None:
+            try:
+                return render_component(footer, width)
+            except Exception as exc:
+                # An extension's bug: the built-in footer comes back, the screen stays up.
+                log.exception("extension_footer_failed")
+                self.footer = None
+                self.notify(f"Extension footer failed: {type(exc).__name__}: {exc}", "error")
         theme = self.theme
         session = self.session
         top = short_cwd(self.config.cwd)
@@ -389,6 +407,10 @@ class InteractiveApp(ChatEvents):
         self.theme = theme
         self.markdown = MarkdownRenderer(theme)
         self.editor.theme = theme
+        for component in (self.footer, getattr(self.dialog, "component", None)):
+            invalidate = getattr(component, "invalidate", None)
+            if invalidate is not None:
+                invalidate()
         self._build_header()
         self.rebuild_chat()
         self.renderer.reset()

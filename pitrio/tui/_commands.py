@@ -17,9 +17,11 @@ import trio
 from pitrio._exceptions import PitrioError
 from pitrio.providers import AssistantMessage, TextContent, UserMessage
 from pitrio.tui._components import format_tokens
-from pitrio.tui._dialogs import InputDialog, SelectDialog
+from pitrio.tui._dialogs import InputDialog, ScopedModelsDialog, SelectDialog
 from pitrio.tui._host import AppHost
+from pitrio.tui._picker import session_choices
 from pitrio.tui._theme import Theme
+from pitrio.tui._tree import TreeDialog, tree_rows
 
 __all__ = ["COMMANDS", "CommandRunner"]
 
@@ -27,6 +29,7 @@ COMMANDS: Final = {
     "quit": "Quit pitrio",
     "new": "Start a new session",
     "model": "Switch models",
+    "scoped-models": "Enable/disable models for Ctrl+P cycling",
     "thinking": "Set the thinking level",
     "name": "Set the session's display name",
     "session": "Show the session file, ID, messages, tokens and cost",
@@ -60,8 +63,11 @@ class CommandRunner:
     def __init__(self, app: AppHost) -> None:
         self.app = app
         self._handlers: dict[str, Callable[[str], Awaitable[None]]] = {
-            name: getattr(self, f"_{name}") for name in COMMANDS
+            name: getattr(self, "_" + name.replace("-", "_")) for name in COMMANDS
         }
+        self._scope: list[Any] | None = None
+        """The models ``/scoped-models`` chose for Ctrl+P (``None``: the session's own
+        scope, from ``--models`` or ``enabledModels``)."""
 
     def handles(self, name: str) -> bool:
         return _ALIASES.get(name, name) in self._handlers
@@ -154,7 +160,42 @@ class CommandRunner:
         await self.session.set_model(models[index])
         self._info(f"Model: {names[index]}")
 
+    async def _scoped_models(self, args: str) -> None:
+        models = list(self.session.available_models)
+        if not models:
+            self.app.notify("No models available (set a provider's API key)", "warning")
+            return
+        names = [f"{m.provider}/{m.id}" for m in models]
+        if self._scope is not None:
+            enabled = [f"{m.provider}/{m.id}" for m in self._scope]
+        else:
+            enabled = list(self.app.config.scoped_models)
+        answer = await self.app.show_dialog(
+            ScopedModelsDialog(self.app.theme, self.app.keys, names, enabled)
+        )
+        if answer is None:
+            return
+        chosen, save = answer
+        by_name = dict(zip(names, models, strict=True))
+        self._scope = [by_name[name] for name in chosen]
+        if save:
+            await self.session.settings.aset_global("enabledModels", chosen or None)
+            self._info(
+                f"Saved {len(chosen)} scoped models to settings"
+                if chosen
+                else "Cleared the scoped models in settings"
+            )
+        else:
+            self._info(
+                f"Scoped models: {', '.join(chosen)}"
+                if chosen
+                else "Scoped models: all (this session)"
+            )
+
     async def cycle_model(self, direction: str) -> None:
+        if self._scope:
+            await self._cycle_scope(self._scope, direction)
+            return
         try:
             result = await self.session.cycle_model(direction)
         except PitrioError as exc:
@@ -164,6 +205,25 @@ class CommandRunner:
             self._info("Only one model available")
         else:
             self._info(f"Model: {result.model.provider}/{result.model.id}")
+
+    async def _cycle_scope(self, scope: list[Any], direction: str) -> None:
+        """Ctrl+P over the models ``/scoped-models`` chose, in their order."""
+        current = self.session.model
+        index = next(
+            (
+                i
+                for i, m in enumerate(scope)
+                if current is not None and (m.provider, m.id) == (current.provider, current.id)
+            ),
+            -1 if direction == "forward" else 0,
+        )
+        if len(scope) == 1 and index == 0:
+            self._info("Only one model in scope")
+            return
+        step = 1 if direction == "forward" else -1
+        chosen = scope[(index + step) % len(scope)]
+        await self.session.set_model(chosen)
+        self._info(f"Model: {chosen.provider}/{chosen.id}")
 
     async def cycle_thinking(self) -> None:
         level = await self.session.cycle_thinking_level()
@@ -271,8 +331,7 @@ class CommandRunner:
         if not sessions:
             self._info("No other sessions in this directory")
             return
-        labels = [(s.name or s.first_message).replace("\n", " ")[:200] for s in sessions]
-        details = [f"{s.modified:%Y-%m-%d %H:%M} · {s.message_count} messages" for s in sessions]
+        labels, details = session_choices(sessions)
         index = await self._select("Resume session", labels, details)
         if index is None:
             return
@@ -280,59 +339,19 @@ class CommandRunner:
             self._after_switch()
             self._info(f"Resumed {os.path.basename(sessions[index].path)}")
 
-    def _tree_rows(self) -> tuple[list[str], list[str], int]:
-        manager = self.session.session_manager
-        leaf = manager.get_leaf_id()
-        rows: list[str] = []
-        ids: list[str] = []
-        current = 0
-
-        def describe(entry: Any) -> str | None:
-            message = getattr(entry, "message", None)
-            kind = getattr(entry, "type", "")
-            if message is None:
-                if kind == "compaction":
-                    return "[compaction]"
-                if kind == "branch_summary":
-                    return "[branch summary]"
-                return None
-            role = getattr(message, "role", "")
-            if role == "user":
-                return "user: " + _text_of(message).replace("\n", " ")
-            if role == "assistant":
-                text = _text_of(message).replace("\n", " ")
-                calls = [b.name for b in message.content if getattr(b, "type", "") == "toolCall"]
-                return "assistant: " + (text or ", ".join(f"[{c}]" for c in calls) or "(empty)")
-            if role == "toolResult":
-                return f"[{message.tool_name} result]"
-            if role == "bashExecution":
-                return f"! {message.command}"
-            return f"[{role}]"
-
-        def walk(nodes: list[Any], depth: int) -> None:
-            nonlocal current
-            for node in nodes:
-                text = describe(node.entry)
-                next_depth = depth + (1 if len(nodes) > 1 else 0)
-                if text is not None:
-                    label = f" [{node.label}]" if node.label else ""
-                    marker = "• " if node.entry.id == leaf else ""
-                    if node.entry.id == leaf:
-                        current = len(rows)
-                    rows.append("  " * depth + marker + text[:200] + label)
-                    ids.append(node.entry.id)
-                walk(node.children, next_depth)
-
-        walk(manager.get_tree(), 0)
-        return rows, ids, current
-
     async def _tree(self, args: str) -> None:
-        rows, ids, current = self._tree_rows()
+        manager = self.session.session_manager
+        rows = tree_rows(manager.get_tree(), manager.get_leaf_id())
         if not rows:
             self._info("The session is empty")
             return
-        index = await self._select("Session tree (• current position)", rows, selected=current)
-        if index is None:
+        app = self.app
+
+        def on_label(entry_id: str, label: str | None) -> None:
+            app.spawn(lambda: self.session.set_label(entry_id, label))
+
+        target = await app.show_dialog(TreeDialog(app.theme, app.keys, rows, on_label))
+        if target is None:
             return
         choice = await self._select(
             "Summarize the branch you leave?",
@@ -350,7 +369,7 @@ class CommandRunner:
             self.app.request_render()
         try:
             result = await self.session.navigate_tree(
-                ids[index], summarize=choice > 0, custom_instructions=instructions
+                target, summarize=choice > 0, custom_instructions=instructions
             )
         finally:
             self.app.status_text = None
@@ -438,8 +457,8 @@ class CommandRunner:
 
     async def _login(self, args: str) -> None:
         self.app.notify(
-            "Credentials are not supported yet: set the provider's API key in the environment "
-            "(ANTHROPIC_API_KEY, OPENAI_API_KEY ...) or pass --api-key",
+            "Sign in from a shell: `pitrio auth login` (OpenAI Codex), `pitrio auth status` and "
+            "`pitrio auth logout`; API keys also come from the environment or --api-key",
             "warning",
         )
 

@@ -23,6 +23,7 @@ __all__ = [
     "Dialog",
     "EditorDialog",
     "InputDialog",
+    "ScopedModelsDialog",
     "SelectDialog",
     "fuzzy_score",
 ]
@@ -298,3 +299,118 @@ class EditorDialog(Dialog):
     def render(self, width: int) -> list[str]:
         body = self.editor.render(width)[1:-1]
         return self._frame(width, body, "enter submit · shift+enter new line · esc cancel")
+
+
+class ScopedModelsDialog(Dialog):
+    """pi's ``/scoped-models``: choose the models Ctrl+P cycles through, in order.
+
+    Enter toggles the model under the cursor; the ``app.models.*`` keys enable or clear every
+    (matching) model, toggle the cursor's provider, move a model in the cycle order, and save.
+    The answer is ``(enabled names in cycle order, saved)``; Esc answers with ``saved`` False
+    (the scope holds for this run only), Ctrl+S with True (it goes to ``enabledModels``).
+    No model enabled means no scope: Ctrl+P cycles through every available model.
+    """
+
+    def __init__(
+        self, theme: Theme, keys: Keybindings, names: Sequence[str], enabled: Sequence[str]
+    ) -> None:
+        super().__init__(theme, keys, "Scoped models (Ctrl+P cycles through the enabled ones)")
+        self.enabled = [name for name in enabled if name in names]
+        # Enabled models first, in their cycle order; then the others as listed.
+        self.names = [*self.enabled, *(n for n in names if n not in self.enabled)]
+        self.search = _Field()
+        self.cursor = 0
+        self._matches = list(range(len(self.names)))
+
+    def _filter(self) -> None:
+        query = self.search.text.strip()
+        if not query:
+            self._matches = list(range(len(self.names)))
+        else:
+            scored = [
+                (score, index)
+                for index, name in enumerate(self.names)
+                if (score := fuzzy_score(query, name)) is not None
+            ]
+            self._matches = [index for _, index in sorted(scored)]
+        self.cursor = min(self.cursor, max(0, len(self._matches) - 1))
+
+    def _current(self) -> str | None:
+        return self.names[self._matches[self.cursor]] if self._matches else None
+
+    def _set(self, names: Sequence[str], on: bool) -> None:
+        for name in names:
+            if on and name not in self.enabled:
+                self.enabled.append(name)
+            elif not on and name in self.enabled:
+                self.enabled.remove(name)
+
+    def _move(self, step: int) -> None:
+        name = self._current()
+        if name is None or name not in self.enabled or self.search.text.strip():
+            return
+        at = self.enabled.index(name)
+        to = at + step
+        if not 0 <= to < len(self.enabled):
+            return
+        self.enabled[at], self.enabled[to] = self.enabled[to], self.enabled[at]
+        self.names = [*self.enabled, *(n for n in self.names if n not in self.enabled)]
+        self.cursor = to
+
+    def handle(self, event: TermEvent) -> None:
+        keys = self.keys
+        if isinstance(event, Key):
+            name = event.name
+            matching = [self.names[i] for i in self._matches]
+            current = self._current()
+            if keys.matches(name, "tui.select.cancel"):
+                self.finish((list(self.enabled), False))
+            elif keys.matches(name, "app.models.save"):
+                self.finish((list(self.enabled), True))
+            elif keys.matches(name, "tui.select.confirm"):
+                if current is not None:
+                    self._set([current], current not in self.enabled)
+            elif keys.matches(name, "app.models.enableAll"):
+                self._set(matching, True)
+            elif keys.matches(name, "app.models.clearAll"):
+                self._set(matching, False)
+            elif keys.matches(name, "app.models.toggleProvider"):
+                if current is not None:
+                    provider = current.split("/", 1)[0] + "/"
+                    group = [n for n in self.names if n.startswith(provider)]
+                    self._set(group, not all(n in self.enabled for n in group))
+            elif keys.matches(name, "app.models.reorderUp"):
+                self._move(-1)
+            elif keys.matches(name, "app.models.reorderDown"):
+                self._move(1)
+            elif keys.matches(name, "tui.select.up"):
+                if self._matches:
+                    self.cursor = (self.cursor - 1) % len(self._matches)
+            elif keys.matches(name, "tui.select.down"):
+                if self._matches:
+                    self.cursor = (self.cursor + 1) % len(self._matches)
+            elif self.search.handle(event, keys):
+                self._filter()
+            return
+        if self.search.handle(event, keys):
+            self._filter()
+
+    def render(self, width: int) -> list[str]:
+        theme = self.theme
+        body = [theme.fg("muted", "Search: ") + self.search.render(width - 8)]
+        start = max(0, min(self.cursor - VISIBLE_ITEMS // 2, len(self._matches) - VISIBLE_ITEMS))
+        for position in range(start, min(len(self._matches), start + VISIBLE_ITEMS)):
+            name = self.names[self._matches[position]]
+            chosen = position == self.cursor
+            mark = f"[{self.enabled.index(name) + 1}]" if name in self.enabled else "[ ]"
+            line = truncate(("→ " if chosen else "  ") + f"{mark} {name}", width)
+            body.append(theme.fg("accent", line) if chosen else line)
+        if not self._matches:
+            body.append(theme.fg("muted", "  (no matches)"))
+        count = len(self.enabled)
+        body.append(theme.fg("muted", f"  {count} enabled" if count else "  all models cycle"))
+        hint = (
+            "enter toggle · ctrl+a all · ctrl+x none · ctrl+p provider · alt+↑↓ order"
+            " · ctrl+s save · esc close"
+        )
+        return self._frame(width, body, hint)

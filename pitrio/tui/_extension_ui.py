@@ -10,8 +10,11 @@ when nobody answered in time.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from pitrio.tui._custom import ComponentHost, CustomDialog
 from pitrio.tui._dialogs import ConfirmDialog, EditorDialog, InputDialog, SelectDialog
 from pitrio.tui._host import AppHost
 
@@ -85,6 +88,48 @@ class TuiExtensionUI:
             return None
         answer = await app.show_dialog(EditorDialog(app.theme, app.keys, title, prefill or ""))
         return answer if isinstance(answer, str) else None
+
+    async def custom(self, factory: Callable[..., Any], options: Any = None) -> Any:
+        """pi's ``ctx.ui.custom``: the component ``factory(tui, theme, keybindings, done)``
+        makes takes the editor's place and gets the keys until it calls ``done(value)``;
+        returns ``value`` (``None`` without the app, or when the component failed). pi's
+        overlay ``options`` are accepted; the component is shown in the editor's place.
+        See :mod:`pitrio.tui._custom` for the component contract."""
+        app = self._app
+        if app is None:
+            return None
+
+        def failed(exc: BaseException) -> None:
+            app.notify(f"Extension component failed: {type(exc).__name__}: {exc}", "error")
+
+        dialog = CustomDialog(app.theme, app.keys, failed)
+
+        def done(value: Any = None) -> None:
+            dialog.finish(value)
+            app.request_render()
+
+        component = factory(self._host(app), app.theme, app.keys, done)
+        if inspect.isawaitable(component):
+            component = await component
+        dialog.component = component
+        return await app.show_dialog(dialog)
+
+    def set_footer(self, factory: Callable[..., Any] | None) -> None:
+        """pi's ``ctx.ui.setFooter``: the component ``factory(tui, theme)`` makes replaces the
+        footer (``None``: the built-in footer again)."""
+
+        def change(app: AppHost) -> None:
+            app.footer = None if factory is None else factory(self._host(app), app.theme)
+
+        self._apply(change)
+
+    def get_editor_text(self) -> str:
+        """pi's ``ctx.ui.getEditorText`` (empty before the app is up)."""
+        return self._app.editor.text if self._app is not None else ""
+
+    @staticmethod
+    def _host(app: AppHost) -> ComponentHost:
+        return ComponentHost(app.request_render, app.terminal.size)
 
     def notify(self, message: str, type: str = "info") -> None:
         self._apply(lambda app: app.notify(message, type))

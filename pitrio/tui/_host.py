@@ -3,6 +3,7 @@ app module that imports them)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from pitrio.tui._dialogs import Dialog
@@ -29,6 +30,8 @@ class AppHost(Protocol):
     widgets: dict[str, tuple[list[str], str]]
     title: str | None
     status_text: str | None
+    footer: Any
+    """An extension's footer component (``ctx.ui.set_footer``), or ``None``."""
 
     def notify(self, message: str, kind: str = "info") -> None: ...
 
@@ -37,6 +40,8 @@ class AppHost(Protocol):
     def rebuild_chat(self) -> None: ...
 
     def quit(self, code: int = 0) -> None: ...
+
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> None: ...
 
     def set_theme(self, theme: Theme) -> None: ...
 

@@ -64,6 +64,21 @@ DEFAULT_BINDINGS: Final[Mapping[str, tuple[str, ...]]] = {
     "app.tools.expand": ("ctrl+o",),
     "app.message.followUp": ("alt+enter",),
     "app.message.dequeue": ("alt+up",),
+    "app.tree.editLabel": ("shift+l",),
+    "app.tree.toggleLabelTimestamp": ("shift+t",),
+    "app.tree.filter.default": ("ctrl+d",),
+    "app.tree.filter.noTools": ("ctrl+t",),
+    "app.tree.filter.userOnly": ("ctrl+u",),
+    "app.tree.filter.labeledOnly": ("ctrl+l",),
+    "app.tree.filter.all": ("ctrl+a",),
+    "app.tree.filter.cycleForward": ("ctrl+o",),
+    "app.tree.filter.cycleBackward": ("ctrl+shift+o",),
+    "app.models.save": ("ctrl+s",),
+    "app.models.enableAll": ("ctrl+a",),
+    "app.models.clearAll": ("ctrl+x",),
+    "app.models.toggleProvider": ("ctrl+p",),
+    "app.models.reorderUp": ("alt+up",),
+    "app.models.reorderDown": ("alt+down",),
 }
 
 _DESCRIPTIONS: Final = {
@@ -90,6 +105,15 @@ _DESCRIPTIONS: Final = {
     "app.tools.expand": "Collapse or expand tool output",
     "app.message.followUp": "Queue follow-up message",
     "app.message.dequeue": "Restore queued messages to editor",
+    "app.tree.editLabel": "Edit the label on the selected tree node (in /tree)",
+    "app.tree.toggleLabelTimestamp": "Toggle label timestamps (in /tree)",
+    "app.tree.filter.cycleForward": "Cycle the tree filter (in /tree)",
+    "app.models.save": "Save the scoped models to settings (in /scoped-models)",
+    "app.models.enableAll": "Enable all (matching) models (in /scoped-models)",
+    "app.models.clearAll": "Clear all (matching) models (in /scoped-models)",
+    "app.models.toggleProvider": "Toggle the provider's models (in /scoped-models)",
+    "app.models.reorderUp": "Move the model up in the cycle order (in /scoped-models)",
+    "app.models.reorderDown": "Move the model down in the cycle order (in /scoped-models)",
 }
 
 

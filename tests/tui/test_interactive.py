@@ -78,9 +78,14 @@ async def test_escape_aborts_and_puts_queued_messages_back(tmp_path: Path) -> No
         await tui.wait_for("Follow-up: queued one")
         tui.type("\x1b")
         await tui.wait_for("Operation aborted")
-        await tui.wait_for(lambda: "Follow-up:" not in tui.text())
-        editor_rows = tui.text()
-        assert "queued one" in editor_rows.split("Operation aborted")[1]
+        # The queue is cleared (and shown so) before the abort finishes and the editor gets
+        # the queued text: wait for the editor, below the abort notice, to hold it.
+        await tui.wait_for(
+            lambda: (
+                "Follow-up:" not in tui.text()
+                and "queued one" in tui.text().split("Operation aborted")[-1]
+            )
+        )
     assert tui.user_texts() == ["start"]
     assert tui.roles() == ["user", "assistant"]
 
