@@ -34,7 +34,6 @@ from pitrio.providers import (
     default_catalogue,
     get_model,
     stream,
-    stream_simple,
 )
 from pitrio.providers._builtins import register_builtin_providers
 from pitrio.providers._http import open_http_client
@@ -67,6 +66,7 @@ from fixtures_openai_responses import (
 )
 from loopback import error_handler, sequence_handler, serve, sse_bytes, sse_handler
 from sdk_check import validate_params
+from stream_helpers import ask, run_types
 
 KEY = "azure-key-0123"
 AZURE_ENV = (
@@ -97,25 +97,6 @@ def _model(server: Any, model_id: str = "gpt-5", **changes: Any) -> Model:
     return attrs.evolve(found, base_url=server.url("/openai/v1"), **changes)
 
 
-def _ask(text: str = "What is 2+2?", system: str | None = "Be brief.") -> Context:
-    return Context(system_prompt=system, messages=[UserMessage(content=text, timestamp=1)])
-
-
-async def _run(
-    model: Model,
-    context: Context,
-    options: StreamOptions,
-    registry: ProviderRegistry,
-    *,
-    simple: bool = False,
-) -> tuple[list[str], AssistantMessage]:
-    open_stream = stream_simple if simple else stream
-    async with open_stream(model, context, options, registry=registry) as events:
-        types = [event.type async for event in events]
-        result = await events.result()
-    return types, result
-
-
 # --------------------------------------------------------------------------- request
 
 
@@ -123,7 +104,7 @@ async def test_text_request_url_headers_and_body(registry: ProviderRegistry) -> 
     """pi's Azure request: /responses?api-version=v1, api-key, the body without store."""
     async with serve(sse_handler(text_stream().sse())) as server, open_http_client():
         options = StreamOptions(api_key=KEY, session_id="sess-1", headers={"x-extra": "1"})
-        types, message = await _run(_model(server, "gpt-4.1"), _ask(), options, registry)
+        types, message = await run_types(_model(server, "gpt-4.1"), ask(), options, registry)
     assert types == ["start", "text_start", *["text_delta"] * len(TEXT_DELTAS), "text_end", "done"]
     assert message.text() == "".join(TEXT_DELTAS)
     assert (message.api, message.provider, message.model) == (
@@ -163,7 +144,7 @@ async def test_base_url_version_and_deployment_from_the_environment(
         )
         monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
         model = attrs.evolve(get_model("azure-openai-responses", "gpt-4o"), base_url="http://x")
-        _, message = await _run(model, _ask(), StreamOptions(), registry)
+        _, message = await run_types(model, ask(), StreamOptions(), registry)
     assert message.stop_reason == "stop", message.error_message
     request = server.requests[0]
     assert request.path == "/custom/base/responses"
@@ -189,7 +170,7 @@ async def test_options_beat_the_environment(
                 "azureDeploymentName": "my-deployment",
             },
         )
-        _, message = await _run(_model(server), _ask(), options, registry, simple=True)
+        _, message = await run_types(_model(server), ask(), options, registry, simple=True)
     assert message.stop_reason == "stop", message.error_message
     request = server.requests[0]
     assert (request.path, request.query) == ("/deploy/responses", {"api-version": ["preview"]})
@@ -241,14 +222,14 @@ def test_deployment_map_is_parsed_as_pi_parses_it() -> None:
 async def test_missing_base_url_and_key_are_errors(registry: ProviderRegistry) -> None:
     """Without a key, then without any base URL, the stream ends with pi's messages."""
     model = get_model("azure-openai-responses", "gpt-5")
-    _, no_key = await _run(model, _ask(), StreamOptions(), registry)
+    _, no_key = await run_types(model, ask(), StreamOptions(), registry)
     assert no_key.stop_reason == "error"
     assert no_key.error_message is not None
     assert no_key.error_message.startswith("Azure OpenAI API key is required")
-    _, no_url = await _run(model, _ask(), StreamOptions(api_key=KEY), registry)
+    _, no_url = await run_types(model, ask(), StreamOptions(api_key=KEY), registry)
     assert no_url.error_message is not None
     assert no_url.error_message.startswith("Azure OpenAI base URL is required")
-    _, simple = await _run(model, _ask(), StreamOptions(), registry, simple=True)
+    _, simple = await run_types(model, ask(), StreamOptions(), registry, simple=True)
     assert simple.error_message == "No API key for provider: azure-openai-responses"
 
 
@@ -263,15 +244,15 @@ async def test_thinking_streams_and_the_reasoning_item_is_replayed(
     async with serve(sse_handler(fixture.sse(), chunk_size=11)) as server, open_http_client():
         model = _model(server, "gpt-5.2")
         options = StreamOptions(api_key=KEY, reasoning="xhigh")
-        types, message = await _run(model, _ask(), options, registry, simple=True)
+        types, message = await run_types(model, ask(), options, registry, simple=True)
         thinking, text = message.content
         assert isinstance(thinking, ThinkingContent) and isinstance(text, TextContent)
         assert thinking.thinking == "\n\n".join("".join(part) for part in SUMMARY_PARTS)
         assert types.count("thinking_delta") == sum(len(p) + 1 for p in SUMMARY_PARTS)
         follow_up = Context(
-            messages=[*_ask().messages, message, UserMessage(content="And 3+3?", timestamp=2)]
+            messages=[*ask().messages, message, UserMessage(content="And 3+3?", timestamp=2)]
         )
-        await _run(model, follow_up, options, registry, simple=True)
+        await run_types(model, follow_up, options, registry, simple=True)
     first, second = (request.json() for request in server.requests)
     assert first["reasoning"] == {"effort": "xhigh", "summary": "auto"}
     assert first["include"] == ["reasoning.encrypted_content"]
@@ -287,8 +268,8 @@ async def test_reasoning_off_is_not_sent_when_the_map_says_null(
 ) -> None:
     """gpt-5 maps "off" to null: no reasoning field; o3 (no map) says effort "none"."""
     async with serve(sse_handler(text_stream().sse())) as server, open_http_client():
-        await _run(_model(server, "gpt-5"), _ask(), StreamOptions(api_key=KEY), registry)
-        await _run(_model(server, "o3"), _ask(), StreamOptions(api_key=KEY), registry)
+        await run_types(_model(server, "gpt-5"), ask(), StreamOptions(api_key=KEY), registry)
+        await run_types(_model(server, "o3"), ask(), StreamOptions(api_key=KEY), registry)
     gpt5, o3 = (request.json() for request in server.requests)
     assert "reasoning" not in gpt5
     assert o3["reasoning"] == {"effort": "none"}
@@ -298,7 +279,7 @@ async def test_tool_calls_stream_partial_arguments(registry: ProviderRegistry) -
     """Two calls stream their arguments in 7-byte pieces; ids are call_id|item_id."""
     async with serve(sse_handler(chunked(tool_calls_stream(), 7))) as server, open_http_client():
         tool = Tool(name="get_weather", description="d", parameters={"type": "object"})
-        context = attrs.evolve(_ask("Weather?"), tools=[tool])
+        context = attrs.evolve(ask("Weather?"), tools=[tool])
         async with stream(
             _model(server), context, StreamOptions(api_key=KEY), registry=registry
         ) as events:
@@ -341,7 +322,7 @@ async def test_images_go_as_data_urls(registry: ProviderRegistry) -> None:
     )
     url = f"data:image/png;base64,{PNG_1PX}"
     async with serve(sse_handler(text_stream().sse())) as server, open_http_client():
-        await _run(_model(server, "gpt-4.1"), context, StreamOptions(api_key=KEY), registry)
+        await run_types(_model(server, "gpt-4.1"), context, StreamOptions(api_key=KEY), registry)
     sent = server.requests[0].json()["input"]
     assert sent[0]["content"][1] == {"type": "input_image", "detail": "auto", "image_url": url}
     # The provider's own call keeps both halves of its id (Azure is in pi's provider list).
@@ -357,7 +338,7 @@ async def test_usage_and_cost_without_tier_pricing(registry: ProviderRegistry) -
     async with serve(sse_handler(usage_stream().sse())) as server, open_http_client():
         model = _model(server, "gpt-5")
         options = StreamOptions(api_key=KEY, provider_options={"service_tier": "flex"})
-        _, message = await _run(model, _ask(), options, registry)
+        _, message = await run_types(model, ask(), options, registry)
     usage = message.usage
     assert (usage.input, usage.cache_read, usage.output) == (20_000, 100_000, 2_000)
     assert usage.cost.input == pytest.approx(20_000 * model.cost.input / 1e6)
@@ -391,7 +372,9 @@ async def test_every_stop_reason(
 ) -> None:
     """Each ending gives its stop reason; failures carry pi's error text."""
     async with serve(sse_handler(body)) as server, open_http_client():
-        types, message = await _run(_model(server), _ask(), StreamOptions(api_key=KEY), registry)
+        types, message = await run_types(
+            _model(server), ask(), StreamOptions(api_key=KEY), registry
+        )
     assert message.stop_reason == reason
     assert message.error_message == error
     assert types[-1] == ("error" if error else "done")
@@ -402,7 +385,7 @@ async def test_a_stream_cut_short_is_an_error(registry: ProviderRegistry) -> Non
     body = text_stream().sse()
     cut = body.index(b'" you today?"')
     async with serve(sse_handler(body, drop_after=cut)) as server, open_http_client():
-        _, message = await _run(_model(server), _ask(), StreamOptions(api_key=KEY), registry)
+        _, message = await run_types(_model(server), ask(), StreamOptions(api_key=KEY), registry)
     assert message.stop_reason == "error"
     assert message.error_message and "Connection lost" in message.error_message
     assert message.text() == "".join(TEXT_DELTAS[:-1])
@@ -412,7 +395,9 @@ async def test_a_200_that_is_not_a_stream_is_an_error(registry: ProviderRegistry
     """A JSON body with status 200 is refused as not an event stream."""
     handler = error_handler(200, {"id": "resp_1", "object": "response", "output": []})
     async with serve(handler) as server, open_http_client():
-        types, message = await _run(_model(server), _ask(), StreamOptions(api_key=KEY), registry)
+        types, message = await run_types(
+            _model(server), ask(), StreamOptions(api_key=KEY), registry
+        )
     assert types == ["start", "error"]
     assert message.error_message and message.error_message.startswith("Not an event stream")
 
@@ -420,7 +405,9 @@ async def test_a_200_that_is_not_a_stream_is_an_error(registry: ProviderRegistry
 async def test_an_error_status_carries_the_body(registry: ProviderRegistry) -> None:
     """A 400 ends with one error event naming the status and the body's message."""
     async with serve(error_handler(400, OVERFLOW_BODY)) as server, open_http_client():
-        types, message = await _run(_model(server), _ask(), StreamOptions(api_key=KEY), registry)
+        types, message = await run_types(
+            _model(server), ask(), StreamOptions(api_key=KEY), registry
+        )
     assert types == ["error"]
     assert message.error_message and message.error_message.startswith("400 ")
     assert "exceeds the context window" in message.error_message
@@ -434,7 +421,7 @@ async def test_abort_ends_with_aborted(registry: ProviderRegistry) -> None:
     limits = httpx2.Limits(max_connections=1)
     async with serve(handler) as server, open_http_client(limits=limits):
         model = _model(server)
-        async with stream(model, _ask(), StreamOptions(api_key=KEY), registry=registry) as events:
+        async with stream(model, ask(), StreamOptions(api_key=KEY), registry=registry) as events:
             async for event in events:
                 if event.type == "text_delta":
                     events.abort()

@@ -38,7 +38,6 @@ from pitrio.providers import (
     default_catalogue,
     get_model,
     stream,
-    stream_simple,
 )
 from pitrio.providers._builtins import register_builtin_providers
 from pitrio.providers._http import open_http_client
@@ -83,6 +82,7 @@ from loopback import (
     sse_handler,
 )
 from sdk_check import validate_params, validate_strict
+from stream_helpers import ask, run_types
 
 TOKEN = access_token()
 
@@ -104,25 +104,6 @@ def net_clock() -> trio.testing.MockClock:
 def _model(server: Any, model_id: str = "gpt-5.2", **changes: Any) -> Model:
     found = get_model("openai-codex", model_id)
     return attrs.evolve(found, base_url=server.url("/backend-api"), **changes)
-
-
-def _ask(text: str = "What is 2+2?", system: str | None = "Be brief.") -> Context:
-    return Context(system_prompt=system, messages=[UserMessage(content=text, timestamp=1)])
-
-
-async def _run(
-    model: Model,
-    context: Context,
-    options: StreamOptions,
-    registry: ProviderRegistry,
-    *,
-    simple: bool = False,
-) -> tuple[list[str], AssistantMessage]:
-    open_stream = stream_simple if simple else stream
-    async with open_stream(model, context, options, registry=registry) as events:
-        types = [event.type async for event in events]
-        result = await events.result()
-    return types, result
 
 
 def _timed(handler: Handler, times: list[float]) -> Handler:
@@ -162,7 +143,7 @@ async def test_text_request_headers_and_body(registry: ProviderRegistry) -> None
             session_id="sess-42",
             headers={"x-extra": "1", "originator": "someone-else", "Authorization": "Bearer x"},
         )
-        types, message = await _run(_model(server), _ask(), options, registry)
+        types, message = await run_types(_model(server), ask(), options, registry)
     assert types == ["start", "text_start", *["text_delta"] * len(TEXT_DELTAS), "text_end", "done"]
     assert (message.api, message.provider, message.text()) == (
         "openai-codex-responses",
@@ -201,7 +182,7 @@ async def test_default_instructions_and_no_session_headers(registry: ProviderReg
     headers and no cache key; text verbosity is an option."""
     async with serve(_sse(text_stream())) as server, open_http_client():
         options = StreamOptions(api_key=TOKEN, provider_options={"textVerbosity": "high"})
-        await _run(_model(server), _ask(system=None), options, registry)
+        await run_types(_model(server), ask(system=None), options, registry)
     request = server.requests[0]
     assert "session_id" not in request.headers and "x-client-request-id" not in request.headers
     body = request.json()
@@ -238,7 +219,9 @@ async def test_a_token_without_an_account_is_an_error(
 ) -> None:
     """The account id must be in the token; nothing is sent otherwise."""
     async with serve(_sse(text_stream())) as server, open_http_client():
-        types, message = await _run(_model(server), _ask(), StreamOptions(api_key=token), registry)
+        types, message = await run_types(
+            _model(server), ask(), StreamOptions(api_key=token), registry
+        )
     assert types == ["error"]
     assert message.error_message == expected
     assert server.requests == []
@@ -253,16 +236,16 @@ async def test_thinking_streams_and_is_replayed(registry: ProviderRegistry) -> N
     async with serve(_sse(fixture)) as server, open_http_client():
         model = _model(server, "gpt-5.2")  # maps "minimal" to "low"
         options = StreamOptions(api_key=TOKEN, reasoning="minimal")
-        types, message = await _run(model, _ask(), options, registry, simple=True)
+        types, message = await run_types(model, ask(), options, registry, simple=True)
         thinking, text = message.content
         assert isinstance(thinking, ThinkingContent) and isinstance(text, TextContent)
         assert thinking.thinking == "\n\n".join("".join(part) for part in SUMMARY_PARTS)
         assert types.count("thinking_delta") == sum(len(p) + 1 for p in SUMMARY_PARTS)
         follow_up = Context(
             system_prompt="Be brief.",
-            messages=[*_ask().messages, message, UserMessage(content="And 3+3?", timestamp=2)],
+            messages=[*ask().messages, message, UserMessage(content="And 3+3?", timestamp=2)],
         )
-        await _run(model, follow_up, options, registry, simple=True)
+        await run_types(model, follow_up, options, registry, simple=True)
     first, second = (request.json() for request in server.requests)
     assert first["reasoning"] == {"effort": "low", "summary": "auto"}
     assert "max_output_tokens" not in first
@@ -276,7 +259,7 @@ async def test_tool_calls_stream_partial_arguments(registry: ProviderRegistry) -
     body = split_every(codex_sse(with_done(tool_calls_stream())), 5)
     async with serve(sse_handler(body)) as server, open_http_client():
         tool = Tool(name="get_weather", description="d", parameters={"type": "object"})
-        context = attrs.evolve(_ask("Weather?"), tools=[tool])
+        context = attrs.evolve(ask("Weather?"), tools=[tool])
         async with stream(
             _model(server), context, StreamOptions(api_key=TOKEN), registry=registry
         ) as events:
@@ -326,7 +309,7 @@ async def test_images_go_as_data_urls(registry: ProviderRegistry) -> None:
     )
     url = f"data:image/png;base64,{PNG_1PX}"
     async with serve(_sse(text_stream())) as server, open_http_client():
-        await _run(_model(server), context, StreamOptions(api_key=TOKEN), registry)
+        await run_types(_model(server), context, StreamOptions(api_key=TOKEN), registry)
     sent = server.requests[0].json()["input"]
     assert sent[0]["content"][1] == {"type": "input_image", "detail": "auto", "image_url": url}
     assert sent[1]["id"] == "fc_1" and sent[1]["call_id"] == "call_1"
@@ -341,7 +324,7 @@ async def test_usage_and_cost_priced_at_the_requested_tier(registry: ProviderReg
     async with serve(_sse(fixture)) as server, open_http_client():
         model = _model(server, "gpt-5.2")
         options = StreamOptions(api_key=TOKEN, provider_options={"serviceTier": "flex"})
-        _, message = await _run(model, _ask(), options, registry)
+        _, message = await run_types(model, ask(), options, registry)
     usage = message.usage
     assert (usage.input, usage.cache_read, usage.output, usage.total_tokens) == (
         20_000,
@@ -404,7 +387,9 @@ async def test_every_stop_reason(
 ) -> None:
     """Each ending gives its stop reason; failures carry pi's Codex error texts."""
     async with serve(sse_handler(codex_sse(events))) as server, open_http_client():
-        types, message = await _run(_model(server), _ask(), StreamOptions(api_key=TOKEN), registry)
+        types, message = await run_types(
+            _model(server), ask(), StreamOptions(api_key=TOKEN), registry
+        )
     assert (message.stop_reason, message.error_message) == (reason, error)
     assert types[0] == "start" and types[-1] == ("error" if error else "done")
 
@@ -414,7 +399,7 @@ async def test_nothing_after_the_final_event_is_read(registry: ProviderRegistry)
     events = [*with_done(text_stream()), {"type": "error", "message": "late"}]
     body = codex_sse(events) + sse_bytes([(None, "[DONE]")])
     async with serve(sse_handler(body)) as server, open_http_client():
-        _, message = await _run(_model(server), _ask(), StreamOptions(api_key=TOKEN), registry)
+        _, message = await run_types(_model(server), ask(), StreamOptions(api_key=TOKEN), registry)
     assert message.stop_reason == "stop"
     assert message.text() == "".join(TEXT_DELTAS)
 
@@ -424,7 +409,7 @@ async def test_a_stream_cut_short_is_an_error(registry: ProviderRegistry) -> Non
     body = codex_sse(with_done(text_stream()))
     cut = body.index(b'" you today?"')
     async with serve(sse_handler(body, drop_after=cut)) as server, open_http_client():
-        _, message = await _run(_model(server), _ask(), StreamOptions(api_key=TOKEN), registry)
+        _, message = await run_types(_model(server), ask(), StreamOptions(api_key=TOKEN), registry)
     assert message.stop_reason == "error"
     assert message.error_message and "Connection lost" in message.error_message
     assert message.text() == "".join(TEXT_DELTAS[:-1])
@@ -433,7 +418,9 @@ async def test_a_stream_cut_short_is_an_error(registry: ProviderRegistry) -> Non
 async def test_a_200_that_is_not_a_stream_is_an_error(registry: ProviderRegistry) -> None:
     """A JSON body with status 200 is refused, and not retried."""
     async with serve(error_handler(200, {"detail": "ok?"})) as server, open_http_client():
-        types, message = await _run(_model(server), _ask(), StreamOptions(api_key=TOKEN), registry)
+        types, message = await run_types(
+            _model(server), ask(), StreamOptions(api_key=TOKEN), registry
+        )
     assert types == ["start", "error"]
     assert message.error_message and message.error_message.startswith("Not an event stream")
     assert len(server.requests) == 1
@@ -457,7 +444,7 @@ async def test_429_is_retried_after_retry_after_ms(
     )
     async with serve(_timed(handler, times)) as server, open_http_client():
         options = StreamOptions(api_key=TOKEN, stall_timeout_ms=0, on_response=on_response)
-        _, message = await _run(_model(server), _ask(), options, registry)
+        _, message = await run_types(_model(server), ask(), options, registry)
     assert message.stop_reason == "stop", message.error_message
     assert len(times) == 2
     assert 2.5 <= times[1] - times[0] < 2.6
@@ -476,7 +463,7 @@ async def test_server_errors_back_off_1_then_2_seconds(
     )
     async with serve(_timed(handler, times)) as server, open_http_client():
         options = StreamOptions(api_key=TOKEN, stall_timeout_ms=0)
-        _, message = await _run(_model(server), _ask(), options, registry)
+        _, message = await run_types(_model(server), ask(), options, registry)
     assert message.stop_reason == "stop", message.error_message
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert [round(gap, 1) for gap in gaps] == [1.0, 2.0]
@@ -488,7 +475,7 @@ async def test_retries_end_with_the_bodys_message(
     """After three retries the last error is final, worded as pi words it."""
     async with serve(error_handler(500, SERVER_ERROR_BODY)) as server, open_http_client():
         options = StreamOptions(api_key=TOKEN, stall_timeout_ms=0)
-        types, message = await _run(_model(server), _ask(), options, registry)
+        types, message = await run_types(_model(server), ask(), options, registry)
     assert types == ["error"]
     assert len(server.requests) == 4
     assert message.error_message == SERVER_ERROR_BODY["error"]["message"]
@@ -502,7 +489,7 @@ async def test_a_used_up_quota_is_not_retried(
     handler = error_handler(429, usage_limit_body(resets_at), {"retry-after-ms": "10"})
     async with serve(handler) as server, open_http_client():
         options = StreamOptions(api_key=TOKEN, stall_timeout_ms=0)
-        _, message = await _run(_model(server), _ask(), options, registry)
+        _, message = await run_types(_model(server), ask(), options, registry)
     assert len(server.requests) == 1
     assert message.error_message == (
         "You have hit your ChatGPT usage limit (plus plan). Try again in ~10 min."
@@ -518,7 +505,7 @@ async def test_a_client_error_is_not_retried(
     body = {"error": {"message": "Unsupported parameter: temperature", "type": "invalid"}}
     async with serve(error_handler(400, body)) as server, open_http_client():
         options = StreamOptions(api_key=TOKEN, stall_timeout_ms=0, temperature=0.2)
-        _, message = await _run(_model(server), _ask(), options, registry)
+        _, message = await run_types(_model(server), ask(), options, registry)
     assert len(server.requests) == 1
     assert message.error_message == "Unsupported parameter: temperature"
 
@@ -530,7 +517,7 @@ async def test_a_delay_over_the_limit_is_not_waited(
     handler = error_handler(503, SERVER_ERROR_BODY, {"retry-after": "120"})
     async with serve(handler) as server, open_http_client():
         options = StreamOptions(api_key=TOKEN, stall_timeout_ms=0, max_retry_delay_ms=60_000)
-        _, message = await _run(_model(server), _ask(), options, registry)
+        _, message = await run_types(_model(server), ask(), options, registry)
     assert len(server.requests) == 1
     assert message.diagnostics and message.diagnostics[0]["details"]["retryAfterMs"] == 120_000
 
@@ -573,7 +560,7 @@ async def test_abort_ends_with_aborted(registry: ProviderRegistry) -> None:
     second = body.index(b"event: response.output_text.delta", body.index(b'"Hello"'))
     async with serve(sse_handler(body, hang_after=second)) as server, open_http_client():
         async with stream(
-            _model(server), _ask(), StreamOptions(api_key=TOKEN), registry=registry
+            _model(server), ask(), StreamOptions(api_key=TOKEN), registry=registry
         ) as events:
             async for event in events:
                 if event.type == "text_delta":
