@@ -757,7 +757,8 @@ class Agent:
             self._stream_message = None
         if self.record_event is not None:
             self.record_event(event)
-        if deliver:
+        if deliver and not self._closed:
+            # A closed agent's bus is closed: what its last run still streams is not delivered.
             return self._bus.publish(event)
         return DELIVERED
 
@@ -767,10 +768,10 @@ class Agent:
         called in the run's own task: the delta becomes its ``message_update``, state first,
         then delivery. Returns None once delivered, else the delivery to finish (a subscriber
         must be awaited); a delta that comes before the message's start (no message
-        streaming yet), or after the run was aborted, is ignored: the provider stops only at
-        its next checkpoint, and what it streamed until then (up to a faux burst, or the rest
-        of a network read) is not delivered."""
-        if self._stream_message is None or self._run is None or self._run.aborted:
+        streaming yet), or after the run was aborted or the agent closed, is ignored: the
+        provider stops only at its next checkpoint, and what it streamed until then (up to a
+        faux burst, or the rest of a network read) is not delivered."""
+        if self._stream_message is None or self._run is None or self._run.aborted or self._closed:
             return None
         partial = event.partial
         self._stream_message = partial

@@ -839,3 +839,22 @@ async def test_a_state_change_sent_while_a_prompt_is_queued_applies_after_it(
             release.set()
         await agent.prompt("two")
     assert seen == [before, after]
+
+
+async def test_closing_an_agent_mid_stream_delivers_nothing_more() -> None:
+    """An agent closed while its run streams (its owner shutting down) drops the deltas still
+    on their way instead of publishing on its closed bus (ClosedResourceError out of the run)."""
+    faux, registry = make_faux()
+    faux.set_responses([assistant("word " * 400)])
+    updates: list[str] = []
+    async with open_agent(model=faux.get_model(), registry=registry) as agent:
+
+        def close_on_first_delta(event: Any) -> None:
+            updates.append(event.type)
+            if event.type == "message_update" and updates.count("message_update") == 1:
+                agent.close()
+
+        agent.subscribe(close_on_first_delta)
+        with trio.move_on_after(5):  # a guard only: the run ends once the agent is closed
+            await agent.prompt("talk")
+    assert updates.count("message_update") == 1
