@@ -28,6 +28,7 @@ import attrs
 import trio
 from trio_websocket import WebSocketConnection, wrap_client_stream
 
+from pitrio.host.ws._http import ReplayStream
 from tests.host.serve_helpers import faux_env
 
 TOKENS_PER_SECOND = 50
@@ -133,7 +134,11 @@ async def connect(host: Address) -> AsyncIterator[tuple[WebSocketConnection, tri
     connection without a closing handshake)."""
     stream = await trio.open_tcp_stream("127.0.0.1", host.port)
     async with stream, trio.open_nursery() as nursery:
-        ws = await wrap_client_stream(nursery, stream, "127.0.0.1", f"/ws?token={host.token}")
+        # Through ReplayStream, which breaks the cycle a socket closed under its reader leaves
+        # on CPython 3.13 (see its receive_some): the memory test counts every trio-websocket
+        # object.
+        reader = ReplayStream(stream, b"")
+        ws = await wrap_client_stream(nursery, reader, "127.0.0.1", f"/ws?token={host.token}")
         try:
             yield ws, stream
         finally:

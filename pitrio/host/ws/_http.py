@@ -244,7 +244,16 @@ class ReplayStream(trio.abc.Stream):
             data, self._prefix = self._prefix[:size], self._prefix[size:]
             await trio.lowlevel.checkpoint()
             return data
-        return bytes(await self.stream.receive_some(max_bytes))
+        try:
+            return bytes(await self.stream.receive_some(max_bytes))
+        except trio.ClosedResourceError as exc:
+            # A socket closed under its reader fails with EBADF inside trio, which says "closed"
+            # but keeps that OSError as context; on CPython 3.13 its traceback and a
+            # contextlib frame refer to each other, which keeps this connection alive until
+            # the next cycle collection. Dropping the traceback breaks the cycle.
+            if exc.__context__ is not None:
+                exc.__context__.__traceback__ = None
+            raise
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self.stream.send_all(data)

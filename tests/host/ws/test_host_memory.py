@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import weakref
 from collections import Counter
 from collections.abc import Iterator
@@ -156,13 +155,6 @@ async def _wait_for_no_client(host: Host) -> None:
 
 @pytest.mark.pins_internals
 @pytest.mark.usefixtures("no_cycle_collector")
-@pytest.mark.xfail(
-    sys.version_info >= (3, 13),
-    reason="on Python 3.13 the server side of each dropped websocket (trio-websocket's "
-    "WebSocketConnection, its close Future and pitrio's ReplayStream) is left in a reference "
-    "cycle: found by this test, not yet traced",
-    strict=True,
-)
 async def test_a_closed_host_session_is_freed_by_reference_counting(tmp_path: Path) -> None:
     """Host sessions created, prompted, sent a malformed frame, dropped (no closing
     handshake), resumed on a new connection and closed over a real websocket: once the
