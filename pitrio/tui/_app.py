@@ -151,6 +151,8 @@ class InteractiveApp(ChatEvents):
         self.widgets: dict[str, tuple[list[str], str]] = {}
         self.title: str | None = None
         self.footer: Any = None
+        self.editor_component: Any = None
+        self._event: TermEvent | None = None
         self.working = False
         self.status_text: str | None = None
         self.queue: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -324,6 +326,11 @@ class InteractiveApp(ChatEvents):
         lines = [""]
         if self.dialog is not None:
             return lines + self.dialog.render(width)
+        if self.editor_component is not None:
+            try:
+                return lines + render_component(self.editor_component, width)
+            except Exception as exc:
+                self._editor_component_failed(exc)
         level = str(self.session.thinking_level) if self._supports_thinking() else "off"
         self.editor.border_token = THINKING_TOKENS.get(level, "borderMuted")
         if self.editor.text.startswith("!"):
@@ -459,11 +466,60 @@ class InteractiveApp(ChatEvents):
                 self.handle(event)
 
     def handle(self, event: TermEvent) -> None:
-        """Apply a key or a paste."""
+        """Apply a key or a paste: to the dialog shown, else to an extension's editor
+        (``ctx.ui.set_editor_component``), else as the built-in editor does."""
         self.request_render()
         if self.dialog is not None:
             self.dialog.handle(event)
             return
+        component = self.editor_component
+        if component is None:
+            self._default_input(event)
+            return
+        self._event = event
+        try:
+            if isinstance(event, Paste):
+                handler = getattr(component, "handle_paste", None)
+            else:
+                handler = getattr(component, "handle_input", None)
+            if handler is None:
+                self._default_input(event)
+            else:
+                handler(event.text if isinstance(event, Paste) else event.name)
+        except Exception as exc:
+            self._editor_component_failed(exc)
+        finally:
+            self._event = None
+
+    def default_input(self, key: str) -> None:
+        """What the built-in editor and the app's keys do with ``key`` (named as
+        ``keybindings.json`` names keys): an extension's editor passes on the keys it does not
+        use (pi's ``CustomEditor``: ``super().handle_input(key)``)."""
+        event = self._event
+        if not isinstance(event, Key) or event.name != key:
+            event = Key(key, key if len(key) == 1 else None)
+        self._default_input(event)
+
+    def default_paste(self, text: str) -> None:
+        """What the built-in editor does with a paste (large ones show as a marker)."""
+        self._default_input(Paste(text))
+
+    def set_editor_component(self, component: Any) -> None:
+        """Show ``component`` in the editor's place and give it the keys (``None``: the
+        built-in editor again). A component with an ``on_submit`` attribute gets the app's
+        submit (``on_submit(text)`` sends ``text`` as Enter would)."""
+        self.editor_component = component
+        if component is not None and hasattr(component, "on_submit"):
+            component.on_submit = self.submit_text
+        self.request_render()
+
+    def _editor_component_failed(self, exc: Exception) -> None:
+        # An extension's bug: the built-in editor comes back, the screen stays up.
+        log.exception("extension_editor_failed")
+        self.editor_component = None
+        self.notify(f"Extension editor failed: {type(exc).__name__}: {exc}", "error")
+
+    def _default_input(self, event: TermEvent) -> None:
         if isinstance(event, Paste):
             self.editor.paste(event.text)
             self._update_completion()
@@ -531,11 +587,7 @@ class InteractiveApp(ChatEvents):
                         child.invalidate()
                 return True
             case "app.tools.expand":
-                self.expand_tools = not self.expand_tools
-                for child in self.chat.children:
-                    if isinstance(child, ToolView | BashView | SummaryView):
-                        child.expanded = self.expand_tools
-                        child.invalidate()
+                self.toggle_tools_expanded()
                 return True
             case "app.model.select":
                 self.spawn(lambda: self.commands.run("model", ""))
@@ -557,6 +609,15 @@ class InteractiveApp(ChatEvents):
                 self.spawn(lambda: self.commands.run(name, ""))
                 return True
         return False
+
+    def toggle_tools_expanded(self) -> None:
+        """Ctrl+O: show tool output whole, or its last lines."""
+        self.expand_tools = not self.expand_tools
+        for child in self.chat.children:
+            if isinstance(child, ToolView | BashView | SummaryView):
+                child.expanded = self.expand_tools
+                child.invalidate()
+        self.request_render()
 
     def _suspend(self) -> None:
         self.terminal.suspend()
@@ -615,6 +676,14 @@ class InteractiveApp(ChatEvents):
         if not text:
             return
         self.editor.take()
+        self.submit_text(text, follow_up=follow_up)
+
+    def submit_text(self, text: str, *, follow_up: bool = False) -> None:
+        """Send ``text`` as :meth:`submit` sends the editor's (an extension's editor
+        submits through this)."""
+        text = text.strip()
+        if not text:
+            return
         self.completion = None
         if text.startswith("/"):
             name, _, args = text[1:].partition(" ")

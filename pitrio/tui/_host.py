@@ -32,6 +32,17 @@ class AppHost(Protocol):
     status_text: str | None
     footer: Any
     """An extension's footer component (``ctx.ui.set_footer``), or ``None``."""
+    editor_component: Any
+    """An extension's editor (``ctx.ui.set_editor_component``), or ``None``."""
+    expand_tools: bool
+
+    def set_editor_component(self, component: Any) -> None: ...
+
+    def default_input(self, key: str) -> None: ...
+
+    def default_paste(self, text: str) -> None: ...
+
+    def toggle_tools_expanded(self) -> None: ...
 
     def notify(self, message: str, kind: str = "info") -> None: ...
 
