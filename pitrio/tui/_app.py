@@ -24,6 +24,7 @@ Tasks (one nursery, :meth:`InteractiveApp.run`):
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import math
 import os
@@ -39,6 +40,7 @@ import structlog
 import trio
 
 from pitrio._exceptions import PitrioError
+from pitrio.providers import ImageContent
 from pitrio.tui._chat import ChatEvents
 from pitrio.tui._complete import (
     CompletionList,
@@ -63,11 +65,12 @@ from pitrio.tui._dialogs import Dialog
 from pitrio.tui._editor import Editor
 from pitrio.tui._keybindings import Keybindings
 from pitrio.tui._keys import ESCAPE_TIMEOUT, Key, KeyParser, Paste, TermEvent
-from pitrio.tui._markdown import MarkdownRenderer
+from pitrio.tui._markdown import MarkdownRenderer, MarkdownView
 from pitrio.tui._render import Container, Renderer
 from pitrio.tui._terminal import Terminal
 from pitrio.tui._text import truncate, visible_width
 from pitrio.tui._theme import Theme
+from pitrio.tui._tools import Unavailable, read_clipboard_image
 
 __all__ = ["FRAME_INTERVAL", "AppConfig", "InteractiveApp", "RenderStats"]
 
@@ -152,6 +155,8 @@ class InteractiveApp(ChatEvents):
         self.title: str | None = None
         self.footer: Any = None
         self.editor_component: Any = None
+        self._images: list[tuple[str, ImageContent]] = []
+        """Clipboard images pasted since the last send, with their markers in the text."""
         self._event: TermEvent | None = None
         self.working = False
         self.status_text: str | None = None
@@ -573,6 +578,9 @@ class InteractiveApp(ChatEvents):
             case "app.suspend":
                 self._suspend()
                 return True
+            case "app.clipboard.pasteImage":
+                self.spawn(self._paste_image)
+                return True
             case "app.editor.external":
                 self.spawn(self._external_editor)
                 return True
@@ -609,6 +617,13 @@ class InteractiveApp(ChatEvents):
                 self.spawn(lambda: self.commands.run(name, ""))
                 return True
         return False
+
+    def show_markdown(self, title: str, text: str) -> None:
+        """Add ``text`` to the chat as Markdown under ``title`` (``/changelog``)."""
+        view = MarkdownView(self.markdown, text)
+        heading = self.theme.bold(self.theme.fg("accent", title))
+        self.chat.add(Lines(lambda width: ["", heading, "", *view.render(width)]))
+        self.request_render()
 
     def toggle_tools_expanded(self) -> None:
         """Ctrl+O: show tool output whole, or its last lines."""
@@ -651,6 +666,22 @@ class InteractiveApp(ChatEvents):
             self.request_render()
         self.editor.set_text(edited.rstrip("\n"))
 
+    async def _paste_image(self) -> None:
+        """Ctrl+V: the clipboard's image goes with the next message; ``[image #N]`` in the
+        editor shows where (deleting the marker drops the image)."""
+        found = await read_clipboard_image()
+        if isinstance(found, Unavailable):
+            self.notify(found.message, "warning")
+            return
+        if found is None:
+            self.notify("No image in the clipboard", "warning")
+            return
+        data = base64.b64encode(found.data).decode("ascii")
+        marker = f"[image #{len(self._images) + 1}]"
+        self._images.append((marker, ImageContent(data=data, mime_type=found.mime_type)))
+        self.editor.insert(marker)
+        self.request_render()
+
     async def _abort(self) -> None:
         """Esc while working: abort, and put the queued messages back into the editor."""
         steering, follow_up = await self.session.clear_queue()
@@ -685,6 +716,8 @@ class InteractiveApp(ChatEvents):
         if not text:
             return
         self.completion = None
+        images = [image for marker, image in self._images if marker in text]
+        self._images = []
         if text.startswith("/"):
             name, _, args = text[1:].partition(" ")
             if self.commands.handles(name):
@@ -697,7 +730,7 @@ class InteractiveApp(ChatEvents):
                 self.spawn(lambda: self._bash(command.strip(), excluded))
                 return
         behavior = "follow_up" if follow_up else "steer"
-        self.spawn(lambda: self._prompt(text, behavior=behavior))
+        self.spawn(lambda: self._prompt(text, images=images, behavior=behavior))
 
     async def _prompt(
         self, text: str, *, images: Sequence[Any] | None = None, behavior: str = "steer"
