@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tui_screen import Screen
@@ -111,5 +113,5 @@ def test_any_sequence_of_frames_shows_the_last(frames: list[list[str]]) -> None:
     on_screen = min(row + 1, len(last))
     assert shown[row + 1 - on_screen : row + 1] == last[len(last) - on_screen :]
     assert all(line == "" for line in shown[row + 1 :])
-    if all(len(a) <= len(b) for a, b in zip(frames, frames[1:], strict=False)):
+    if all(len(a) <= len(b) for a, b in itertools.pairwise(frames)):
         assert on_screen == min(len(last), 6)
