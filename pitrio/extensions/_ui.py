@@ -3,7 +3,8 @@
 :class:`ExtensionUI` is the protocol. Dialogs (``select``, ``confirm``, ``input``, ``editor``)
 are awaited; the rest (``notify``, ``set_status``, ``set_widget``, ``set_title``,
 ``set_editor_text``) return at once. The methods that need a terminal (``custom``,
-``set_footer``, ``set_editor_component``, ``paste_to_editor``, the tools-expanded state) exist
+``set_footer``, ``set_header``, ``set_editor_component``, ``paste_to_editor``, the working
+message, the tools-expanded state) exist
 in every mode: without a terminal they do what pi's do there (nothing, or the empty answer).
 
 * :class:`HeadlessUI` answers what pi 0.73.1's no-UI context answers in print and json modes
@@ -15,7 +16,8 @@ in every mode: without a terminal they do what pi's do there (nothing, or the em
   ``extension_ui_response`` with its ``id`` (given to :meth:`UiBridge.feed`) or for its
   ``timeout_ms`` (then it answers the default, as pi). What pi's RPC mode does not forward
   is answered as there: ``custom`` -> ``None``, ``get_editor_text`` -> ``""`` (a client keeps
-  its own editor state), ``set_footer`` / ``set_editor_component`` do nothing,
+  its own editor state), ``set_footer`` / ``set_header`` / ``set_editor_component`` /
+  ``set_working_message`` do nothing,
   ``paste_to_editor`` is ``set_editor_text``; ``set_widget`` with a component factory instead
   of lines is ignored.
 """
@@ -71,8 +73,15 @@ class ExtensionUI(Protocol):
     def set_status(self, key: str, text: str | None) -> None: ...
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
-    ) -> None: ...
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
+    ) -> None:
+        """Lines (or, on a terminal, a component factory ``factory(tui, theme)``) above or
+        below the editor (``placement="belowEditor"``); ``None`` removes them."""
+        ...
 
     def set_title(self, title: str) -> None: ...
 
@@ -110,6 +119,15 @@ class ExtensionUI(Protocol):
 
     def set_tools_expanded(self, expanded: bool) -> None: ...
 
+    def set_header(self, factory: Callable[..., Any] | None) -> None:
+        """Replace the start-up header with ``factory(tui, theme)``'s component (``None``:
+        the built-in header)."""
+        ...
+
+    def set_working_message(self, message: str | None = None) -> None:
+        """The text of the working indicator while the agent works (``None``: the default)."""
+        ...
+
 
 class _NoTerminal:
     """What the modes without a terminal answer to the terminal-only calls (pi's no-op UI)."""
@@ -133,6 +151,12 @@ class _NoTerminal:
         return False
 
     def set_tools_expanded(self, expanded: bool) -> None:
+        pass
+
+    def set_header(self, factory: Callable[..., Any] | None) -> None:
+        pass
+
+    def set_working_message(self, message: str | None = None) -> None:
         pass
 
 
@@ -172,7 +196,11 @@ class HeadlessUI(_NoTerminal):
         pass
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
     ) -> None:
         pass
 
@@ -297,7 +325,11 @@ class UiBridge(_NoTerminal):
         self._fire("setStatus", {"statusKey": key, "statusText": text})
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
     ) -> None:
         if lines is not None and not isinstance(lines, Sequence):
             return  # a component factory: RPC carries lines only (as pi)

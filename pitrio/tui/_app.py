@@ -151,7 +151,11 @@ class InteractiveApp(ChatEvents):
         self.dialog: Dialog | None = None
         self.completion: CompletionList | None = None
         self.statuses: dict[str, str] = {}
-        self.widgets: dict[str, tuple[list[str], str]] = {}
+        self.widgets: dict[str, tuple[Any, str]] = {}
+        self.working_message: str | None = None
+        """``ctx.ui.set_working_message``'s text for the working indicator."""
+        self.header_component: Any = None
+        """``ctx.ui.set_header``'s component in the start-up header's place."""
         self.title: str | None = None
         self.footer: Any = None
         self.editor_component: Any = None
@@ -302,7 +306,7 @@ class InteractiveApp(ChatEvents):
     def _render_status(self, width: int) -> list[str]:
         text = self.status_text
         if text is None and self.working:
-            text = "Working... (esc to interrupt)"
+            text = self.working_message or "Working... (esc to interrupt)"
         if text is None:
             return []
         spinner = self.theme.fg("accent", SPINNER[self._spin])
@@ -322,10 +326,39 @@ class InteractiveApp(ChatEvents):
 
     def _render_widgets(self, width: int, placement: str) -> list[str]:
         lines: list[str] = []
-        for widget_lines, where in self.widgets.values():
-            if where == placement:
-                lines.extend(truncate(line, width) for line in widget_lines)
+        for key, (content, where) in list(self.widgets.items()):
+            if where != placement:
+                continue
+            if isinstance(content, list):
+                lines.extend(truncate(line, width) for line in content)
+                continue
+            try:
+                lines.extend(render_component(content, width))
+            except Exception as exc:
+                # An extension's bug: the widget goes, the screen stays up.
+                log.exception("extension_widget_failed")
+                self.widgets.pop(key, None)
+                self.notify(f"Extension widget failed: {type(exc).__name__}: {exc}", "error")
         return lines
+
+    def set_header_component(self, component: Any) -> None:
+        """Show ``component`` in the start-up header's place (``None``: the built-in one)."""
+        self.header_component = component
+        self._build_header()
+        self.request_render()
+
+    def render_header_component(self, width: int) -> list[str]:
+        component = self.header_component
+        if component is None:
+            return []
+        try:
+            return render_component(component, width)
+        except Exception as exc:
+            log.exception("extension_header_failed")
+            self.header_component = None
+            self._build_header()
+            self.notify(f"Extension header failed: {type(exc).__name__}: {exc}", "error")
+            return []
 
     def _render_input(self, width: int) -> list[str]:
         lines = [""]

@@ -194,13 +194,53 @@ class TuiExtensionUI:
         self._apply(change)
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
     ) -> None:
+        """pi's ``ctx.ui.setWidget``: lines, or the component ``factory(tui, theme)`` makes,
+        above (or with ``placement="belowEditor"`` below) the editor; ``None`` removes it."""
+
         def change(app: AppHost) -> None:
             if lines is None:
                 app.widgets.pop(key, None)
+            elif callable(lines):
+                try:
+                    component = lines(self._host(app), app.theme)
+                except Exception as exc:
+                    app.notify(f"Extension widget failed: {type(exc).__name__}: {exc}", "error")
+                    return
+                app.widgets[key] = (component, placement or "aboveEditor")
             else:
                 app.widgets[key] = (list(lines), placement or "aboveEditor")
+
+        self._apply(change)
+
+    def set_header(self, factory: Callable[..., Any] | None) -> None:
+        """pi's ``ctx.ui.setHeader``: the component ``factory(tui, theme)`` makes replaces the
+        start-up header (``None``: the built-in header again)."""
+
+        def change(app: AppHost) -> None:
+            if factory is None:
+                app.set_header_component(None)
+                return
+            try:
+                component = factory(self._host(app), app.theme)
+            except Exception as exc:
+                app.notify(f"Extension header failed: {type(exc).__name__}: {exc}", "error")
+                return
+            app.set_header_component(component)
+
+        self._apply(change)
+
+    def set_working_message(self, message: str | None = None) -> None:
+        """pi's ``ctx.ui.setWorkingMessage``: the working indicator's text while the agent
+        works (``None``: the default)."""
+
+        def change(app: AppHost) -> None:
+            app.working_message = message
 
         self._apply(change)
 

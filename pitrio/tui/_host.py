@@ -27,7 +27,13 @@ class AppHost(Protocol):
     editor: Editor
     renderer: Renderer
     statuses: dict[str, str]
-    widgets: dict[str, tuple[list[str], str]]
+    widgets: dict[str, tuple[Any, str]]
+    """Extension widgets by key: (lines or a component, placement)."""
+    working_message: str | None
+    header_component: Any
+
+    def set_header_component(self, component: Any) -> None: ...
+
     title: str | None
     status_text: str | None
     footer: Any

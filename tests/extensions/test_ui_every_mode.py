@@ -37,6 +37,8 @@ async def probe(args, ctx):
     got["paste_to_editor"] = ui.paste_to_editor("pasted text")
     got["set_tools_expanded"] = ui.set_tools_expanded(True)
     got["get_tools_expanded"] = ui.get_tools_expanded()
+    got["set_header"] = ui.set_header(lambda tui, theme: Component())
+    got["set_working_message"] = ui.set_working_message("busy")
     ui.set_widget("factory", lambda tui, theme: Component())
     ui.set_widget("lines", ["a widget line"])
     ui.set_status("probe", "probing")
@@ -58,6 +60,8 @@ NO_TERMINAL = {
     "paste_to_editor": None,
     "set_tools_expanded": None,
     "get_tools_expanded": False,
+    "set_header": None,
+    "set_working_message": None,
 }
 
 
@@ -73,7 +77,13 @@ def _setup(tmp_path: Path) -> tuple[Path, Path]:
 def test_every_protocol_method_is_on_the_headless_and_rpc_contexts() -> None:
     """The protocol names every method the interactive mode offers; both contexts have them."""
     names = [n for n in dir(ExtensionUI) if not n.startswith("_")]
-    for name in ("custom", "set_footer", "set_editor_component", "paste_to_editor"):
+    for name in (
+        "custom",
+        "set_footer",
+        "set_editor_component",
+        "set_header",
+        "set_working_message",
+    ):
         assert name in names
     for ui in (HeadlessUI(), UiBridge(_never)):
         missing = [name for name in names if not hasattr(ui, name)]
@@ -97,8 +107,8 @@ def test_print_mode_answers_as_pis_no_op_context(tmp_path: Path) -> None:
 
 
 async def test_rpc_mode_forwards_what_pi_forwards_and_answers_the_rest(tmp_path: Path) -> None:
-    """pitrio --mode rpc, prompt /probe: custom, set_footer, set_editor_component and a widget
-    factory send nothing; paste_to_editor becomes set_editor_text; lines widgets, status,
+    """pitrio --mode rpc, prompt /probe: custom, set_footer, set_header, set_editor_component,
+    set_working_message and a widget factory send nothing; paste_to_editor becomes set_editor_text; lines widgets, status,
     title and notify are forwarded in order."""
     extension, project = _setup(tmp_path)
     async with trio.open_nursery() as nursery:
