@@ -2,15 +2,24 @@
 
 :class:`ExtensionUI` is the protocol. Dialogs (``select``, ``confirm``, ``input``, ``editor``)
 are awaited; the rest (``notify``, ``set_status``, ``set_widget``, ``set_title``,
-``set_editor_text``) return at once.
+``set_editor_text``) return at once. The methods that need a terminal (``custom``,
+``set_footer``, ``set_header``, ``set_editor_component``, ``paste_to_editor``, the working
+message, the tools-expanded state) exist
+in every mode: without a terminal they do what pi's do there (nothing, or the empty answer).
 
 * :class:`HeadlessUI` answers what pi 0.73.1's no-UI context answers in print and json modes
-  (``confirm`` -> ``False``, ``select`` / ``input`` / ``editor`` -> ``None``); ``notify`` writes
-  one line to stderr (pi drops it), so a headless run still shows what extensions report.
+  (``confirm`` -> ``False``, ``select`` / ``input`` / ``editor`` / ``custom`` -> ``None``,
+  ``get_editor_text`` -> ``""``, the rest do nothing); ``notify`` writes one line to stderr
+  (pi drops it), so a headless run still shows what extensions report.
 * :class:`UiBridge` speaks pi's extension-UI sub-protocol of RPC mode (docs/rpc.md):
   every call becomes an ``extension_ui_request`` record; a dialog waits for the
   ``extension_ui_response`` with its ``id`` (given to :meth:`UiBridge.feed`) or for its
-  ``timeout_ms`` (then it answers the default, as pi).
+  ``timeout_ms`` (then it answers the default, as pi). What pi's RPC mode does not forward
+  is answered as there: ``custom`` -> ``None``, ``get_editor_text`` -> ``""`` (a client keeps
+  its own editor state), ``set_footer`` / ``set_header`` / ``set_editor_component`` /
+  ``set_working_message`` do nothing,
+  ``paste_to_editor`` is ``set_editor_text``; ``set_widget`` with a component factory instead
+  of lines is ignored.
 """
 
 from __future__ import annotations
@@ -64,16 +73,95 @@ class ExtensionUI(Protocol):
     def set_status(self, key: str, text: str | None) -> None: ...
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
-    ) -> None: ...
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
+    ) -> None:
+        """Lines (or, on a terminal, a component factory ``factory(tui, theme)``) above or
+        below the editor (``placement="belowEditor"``); ``None`` removes them."""
+        ...
 
     def set_title(self, title: str) -> None: ...
 
     def set_editor_text(self, text: str) -> None: ...
 
+    def get_editor_text(self) -> str:
+        """The editor's text (``""`` where the front end keeps no editor)."""
+        ...
+
+    def paste_to_editor(self, text: str) -> None:
+        """Paste into the editor (a large paste shows as a marker, as a user's would)."""
+        ...
+
+    async def custom(self, factory: Callable[..., Any], options: Any = None) -> Any:
+        """Show the component ``factory(tui, theme, keybindings, done)`` makes until it calls
+        ``done(value)``; returns ``value`` (``None`` without a terminal)."""
+        ...
+
+    def set_footer(self, factory: Callable[..., Any] | None) -> None:
+        """Replace the footer with ``factory(tui, theme)``'s component (``None``: built-in)."""
+        ...
+
+    def set_editor_component(self, factory: Callable[..., Any] | None) -> None:
+        """Replace the editor with ``factory(tui, theme, keybindings)``'s component (``None``:
+        the built-in editor again)."""
+        ...
+
+    def get_editor_component(self) -> Callable[..., Any] | None:
+        """The factory given to :meth:`set_editor_component` (``None``: the built-in one)."""
+        ...
+
+    def get_tools_expanded(self) -> bool:
+        """Whether tool output is shown whole (Ctrl+O)."""
+        ...
+
+    def set_tools_expanded(self, expanded: bool) -> None: ...
+
+    def set_header(self, factory: Callable[..., Any] | None) -> None:
+        """Replace the start-up header with ``factory(tui, theme)``'s component (``None``:
+        the built-in header)."""
+        ...
+
+    def set_working_message(self, message: str | None = None) -> None:
+        """The text of the working indicator while the agent works (``None``: the default)."""
+        ...
+
+
+class _NoTerminal:
+    """What the modes without a terminal answer to the terminal-only calls (pi's no-op UI)."""
+
+    async def custom(self, factory: Callable[..., Any], options: Any = None) -> Any:
+        return None
+
+    def set_footer(self, factory: Callable[..., Any] | None) -> None:
+        pass
+
+    def set_editor_component(self, factory: Callable[..., Any] | None) -> None:
+        pass
+
+    def get_editor_component(self) -> Callable[..., Any] | None:
+        return None
+
+    def get_editor_text(self) -> str:
+        return ""
+
+    def get_tools_expanded(self) -> bool:
+        return False
+
+    def set_tools_expanded(self, expanded: bool) -> None:
+        pass
+
+    def set_header(self, factory: Callable[..., Any] | None) -> None:
+        pass
+
+    def set_working_message(self, message: str | None = None) -> None:
+        pass
+
 
 @attrs.define
-class HeadlessUI:
+class HeadlessUI(_NoTerminal):
     """The UI of print and json modes: dialogs answer their defaults at once."""
 
     err: TextIO | None = None
@@ -108,7 +196,11 @@ class HeadlessUI:
         pass
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
     ) -> None:
         pass
 
@@ -118,11 +210,14 @@ class HeadlessUI:
     def set_editor_text(self, text: str) -> None:
         pass
 
+    def paste_to_editor(self, text: str) -> None:
+        pass
+
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class UiBridge:
+class UiBridge(_NoTerminal):
     """``ctx.ui`` over RPC: ``extension_ui_request`` out, ``extension_ui_response`` in.
 
     Args:
@@ -230,8 +325,14 @@ class UiBridge:
         self._fire("setStatus", {"statusKey": key, "statusText": text})
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
     ) -> None:
+        if lines is not None and not isinstance(lines, Sequence):
+            return  # a component factory: RPC carries lines only (as pi)
         self._fire(
             "setWidget",
             {
@@ -246,6 +347,9 @@ class UiBridge:
 
     def set_editor_text(self, text: str) -> None:
         self._fire("set_editor_text", {"text": text})
+
+    def paste_to_editor(self, text: str) -> None:
+        self.set_editor_text(text)
 
 
 @attrs.define(eq=False)

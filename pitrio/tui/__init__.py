@@ -9,6 +9,9 @@ from pitrio.tui._app import FRAME_INTERVAL as FRAME_INTERVAL
 from pitrio.tui._app import AppConfig as AppConfig
 from pitrio.tui._app import InteractiveApp as InteractiveApp
 from pitrio.tui._app import RenderStats as RenderStats
+from pitrio.tui._custom import ComponentHost as ComponentHost
+from pitrio.tui._custom import CustomEditor as CustomEditor
+from pitrio.tui._custom import EditorHost as EditorHost
 from pitrio.tui._editor import Editor as Editor
 from pitrio.tui._extension_ui import TuiExtensionUI as TuiExtensionUI
 from pitrio.tui._keybindings import Keybindings as Keybindings
@@ -31,8 +34,11 @@ __all__ = [
     "FRAME_INTERVAL",
     "AppConfig",
     "Component",
+    "ComponentHost",
     "Container",
+    "CustomEditor",
     "Editor",
+    "EditorHost",
     "InteractiveApp",
     "Key",
     "KeyParser",

@@ -24,6 +24,7 @@ Tasks (one nursery, :meth:`InteractiveApp.run`):
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import math
 import os
@@ -39,6 +40,7 @@ import structlog
 import trio
 
 from pitrio._exceptions import PitrioError
+from pitrio.providers import ImageContent
 from pitrio.tui._chat import ChatEvents
 from pitrio.tui._complete import (
     CompletionList,
@@ -63,11 +65,12 @@ from pitrio.tui._dialogs import Dialog
 from pitrio.tui._editor import Editor
 from pitrio.tui._keybindings import Keybindings
 from pitrio.tui._keys import ESCAPE_TIMEOUT, Key, KeyParser, Paste, TermEvent
-from pitrio.tui._markdown import MarkdownRenderer
+from pitrio.tui._markdown import MarkdownRenderer, MarkdownView
 from pitrio.tui._render import Container, Renderer
 from pitrio.tui._terminal import Terminal
 from pitrio.tui._text import truncate, visible_width
 from pitrio.tui._theme import Theme
+from pitrio.tui._tools import Unavailable, read_clipboard_image
 
 __all__ = ["FRAME_INTERVAL", "AppConfig", "InteractiveApp", "RenderStats"]
 
@@ -148,9 +151,17 @@ class InteractiveApp(ChatEvents):
         self.dialog: Dialog | None = None
         self.completion: CompletionList | None = None
         self.statuses: dict[str, str] = {}
-        self.widgets: dict[str, tuple[list[str], str]] = {}
+        self.widgets: dict[str, tuple[Any, str]] = {}
+        self.working_message: str | None = None
+        """``ctx.ui.set_working_message``'s text for the working indicator."""
+        self.header_component: Any = None
+        """``ctx.ui.set_header``'s component in the start-up header's place."""
         self.title: str | None = None
         self.footer: Any = None
+        self.editor_component: Any = None
+        self._images: list[tuple[str, ImageContent]] = []
+        """Clipboard images pasted since the last send, with their markers in the text."""
+        self._event: TermEvent | None = None
         self.working = False
         self.status_text: str | None = None
         self.queue: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -295,7 +306,7 @@ class InteractiveApp(ChatEvents):
     def _render_status(self, width: int) -> list[str]:
         text = self.status_text
         if text is None and self.working:
-            text = "Working... (esc to interrupt)"
+            text = self.working_message or "Working... (esc to interrupt)"
         if text is None:
             return []
         spinner = self.theme.fg("accent", SPINNER[self._spin])
@@ -315,15 +326,49 @@ class InteractiveApp(ChatEvents):
 
     def _render_widgets(self, width: int, placement: str) -> list[str]:
         lines: list[str] = []
-        for widget_lines, where in self.widgets.values():
-            if where == placement:
-                lines.extend(truncate(line, width) for line in widget_lines)
+        for key, (content, where) in list(self.widgets.items()):
+            if where != placement:
+                continue
+            if isinstance(content, list):
+                lines.extend(truncate(line, width) for line in content)
+                continue
+            try:
+                lines.extend(render_component(content, width))
+            except Exception as exc:
+                # An extension's bug: the widget goes, the screen stays up.
+                log.exception("extension_widget_failed")
+                self.widgets.pop(key, None)
+                self.notify(f"Extension widget failed: {type(exc).__name__}: {exc}", "error")
         return lines
+
+    def set_header_component(self, component: Any) -> None:
+        """Show ``component`` in the start-up header's place (``None``: the built-in one)."""
+        self.header_component = component
+        self._build_header()
+        self.request_render()
+
+    def render_header_component(self, width: int) -> list[str]:
+        component = self.header_component
+        if component is None:
+            return []
+        try:
+            return render_component(component, width)
+        except Exception as exc:
+            log.exception("extension_header_failed")
+            self.header_component = None
+            self._build_header()
+            self.notify(f"Extension header failed: {type(exc).__name__}: {exc}", "error")
+            return []
 
     def _render_input(self, width: int) -> list[str]:
         lines = [""]
         if self.dialog is not None:
             return lines + self.dialog.render(width)
+        if self.editor_component is not None:
+            try:
+                return lines + render_component(self.editor_component, width)
+            except Exception as exc:
+                self._editor_component_failed(exc)
         level = str(self.session.thinking_level) if self._supports_thinking() else "off"
         self.editor.border_token = THINKING_TOKENS.get(level, "borderMuted")
         if self.editor.text.startswith("!"):
@@ -459,11 +504,60 @@ class InteractiveApp(ChatEvents):
                 self.handle(event)
 
     def handle(self, event: TermEvent) -> None:
-        """Apply a key or a paste."""
+        """Apply a key or a paste: to the dialog shown, else to an extension's editor
+        (``ctx.ui.set_editor_component``), else as the built-in editor does."""
         self.request_render()
         if self.dialog is not None:
             self.dialog.handle(event)
             return
+        component = self.editor_component
+        if component is None:
+            self._default_input(event)
+            return
+        self._event = event
+        try:
+            if isinstance(event, Paste):
+                handler = getattr(component, "handle_paste", None)
+            else:
+                handler = getattr(component, "handle_input", None)
+            if handler is None:
+                self._default_input(event)
+            else:
+                handler(event.text if isinstance(event, Paste) else event.name)
+        except Exception as exc:
+            self._editor_component_failed(exc)
+        finally:
+            self._event = None
+
+    def default_input(self, key: str) -> None:
+        """What the built-in editor and the app's keys do with ``key`` (named as
+        ``keybindings.json`` names keys): an extension's editor passes on the keys it does not
+        use (pi's ``CustomEditor``: ``super().handle_input(key)``)."""
+        event = self._event
+        if not isinstance(event, Key) or event.name != key:
+            event = Key(key, key if len(key) == 1 else None)
+        self._default_input(event)
+
+    def default_paste(self, text: str) -> None:
+        """What the built-in editor does with a paste (large ones show as a marker)."""
+        self._default_input(Paste(text))
+
+    def set_editor_component(self, component: Any) -> None:
+        """Show ``component`` in the editor's place and give it the keys (``None``: the
+        built-in editor again). A component with an ``on_submit`` attribute gets the app's
+        submit (``on_submit(text)`` sends ``text`` as Enter would)."""
+        self.editor_component = component
+        if component is not None and hasattr(component, "on_submit"):
+            component.on_submit = self.submit_text
+        self.request_render()
+
+    def _editor_component_failed(self, exc: Exception) -> None:
+        # An extension's bug: the built-in editor comes back, the screen stays up.
+        log.exception("extension_editor_failed")
+        self.editor_component = None
+        self.notify(f"Extension editor failed: {type(exc).__name__}: {exc}", "error")
+
+    def _default_input(self, event: TermEvent) -> None:
         if isinstance(event, Paste):
             self.editor.paste(event.text)
             self._update_completion()
@@ -517,6 +611,9 @@ class InteractiveApp(ChatEvents):
             case "app.suspend":
                 self._suspend()
                 return True
+            case "app.clipboard.pasteImage":
+                self.spawn(self._paste_image)
+                return True
             case "app.editor.external":
                 self.spawn(self._external_editor)
                 return True
@@ -531,11 +628,7 @@ class InteractiveApp(ChatEvents):
                         child.invalidate()
                 return True
             case "app.tools.expand":
-                self.expand_tools = not self.expand_tools
-                for child in self.chat.children:
-                    if isinstance(child, ToolView | BashView | SummaryView):
-                        child.expanded = self.expand_tools
-                        child.invalidate()
+                self.toggle_tools_expanded()
                 return True
             case "app.model.select":
                 self.spawn(lambda: self.commands.run("model", ""))
@@ -557,6 +650,22 @@ class InteractiveApp(ChatEvents):
                 self.spawn(lambda: self.commands.run(name, ""))
                 return True
         return False
+
+    def show_markdown(self, title: str, text: str) -> None:
+        """Add ``text`` to the chat as Markdown under ``title`` (``/changelog``)."""
+        view = MarkdownView(self.markdown, text)
+        heading = self.theme.bold(self.theme.fg("accent", title))
+        self.chat.add(Lines(lambda width: ["", heading, "", *view.render(width)]))
+        self.request_render()
+
+    def toggle_tools_expanded(self) -> None:
+        """Ctrl+O: show tool output whole, or its last lines."""
+        self.expand_tools = not self.expand_tools
+        for child in self.chat.children:
+            if isinstance(child, ToolView | BashView | SummaryView):
+                child.expanded = self.expand_tools
+                child.invalidate()
+        self.request_render()
 
     def _suspend(self) -> None:
         self.terminal.suspend()
@@ -590,6 +699,22 @@ class InteractiveApp(ChatEvents):
             self.request_render()
         self.editor.set_text(edited.rstrip("\n"))
 
+    async def _paste_image(self) -> None:
+        """Ctrl+V: the clipboard's image goes with the next message; ``[image #N]`` in the
+        editor shows where (deleting the marker drops the image)."""
+        found = await read_clipboard_image()
+        if isinstance(found, Unavailable):
+            self.notify(found.message, "warning")
+            return
+        if found is None:
+            self.notify("No image in the clipboard", "warning")
+            return
+        data = base64.b64encode(found.data).decode("ascii")
+        marker = f"[image #{len(self._images) + 1}]"
+        self._images.append((marker, ImageContent(data=data, mime_type=found.mime_type)))
+        self.editor.insert(marker)
+        self.request_render()
+
     async def _abort(self) -> None:
         """Esc while working: abort, and put the queued messages back into the editor."""
         steering, follow_up = await self.session.clear_queue()
@@ -615,7 +740,17 @@ class InteractiveApp(ChatEvents):
         if not text:
             return
         self.editor.take()
+        self.submit_text(text, follow_up=follow_up)
+
+    def submit_text(self, text: str, *, follow_up: bool = False) -> None:
+        """Send ``text`` as :meth:`submit` sends the editor's (an extension's editor
+        submits through this)."""
+        text = text.strip()
+        if not text:
+            return
         self.completion = None
+        images = [image for marker, image in self._images if marker in text]
+        self._images = []
         if text.startswith("/"):
             name, _, args = text[1:].partition(" ")
             if self.commands.handles(name):
@@ -628,7 +763,7 @@ class InteractiveApp(ChatEvents):
                 self.spawn(lambda: self._bash(command.strip(), excluded))
                 return
         behavior = "follow_up" if follow_up else "steer"
-        self.spawn(lambda: self._prompt(text, behavior=behavior))
+        self.spawn(lambda: self._prompt(text, images=images, behavior=behavior))
 
     async def _prompt(
         self, text: str, *, images: Sequence[Any] | None = None, behavior: str = "steer"

@@ -55,13 +55,21 @@ class ChatEvents:
     _totals: tuple[int, int, int, int, float]
     _context_usage: Any
     _usage_model: Any
+    header_component: Any
 
     def request_render(self) -> None:
+        raise NotImplementedError
+
+    def render_header_component(self, width: int) -> list[str]:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ chat
 
     def _build_header(self) -> None:
+        if self.header_component is not None:
+            self.header.clear()
+            self.header.add(Lines(self.render_header_component))
+            return
         keys = self.keys
 
         def key(action: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
+import tempfile
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -21,6 +23,7 @@ from pitrio.tui._dialogs import InputDialog, ScopedModelsDialog, SelectDialog
 from pitrio.tui._host import AppHost
 from pitrio.tui._picker import session_choices
 from pitrio.tui._theme import Theme
+from pitrio.tui._tools import Unavailable, create_secret_gist, gh_ready
 from pitrio.tui._tree import TreeDialog, tree_rows
 
 __all__ = ["COMMANDS", "CommandRunner"]
@@ -35,12 +38,14 @@ COMMANDS: Final = {
     "session": "Show the session file, ID, messages, tokens and cost",
     "compact": "Compact the context, optionally with custom instructions",
     "export": "Export the session to HTML",
+    "share": "Share the session as a secret GitHub gist (needs gh)",
     "copy": "Copy the last assistant message to the clipboard",
     "resume": "Pick a previous session to resume",
     "tree": "Jump to any point of the session and continue from there",
     "fork": "Create a new session from a previous user message",
     "clone": "Duplicate the current branch into a new session",
     "hotkeys": "Show all keyboard shortcuts",
+    "changelog": "Show the changelog",
     "settings": "Thinking level, theme, message delivery",
     "reload": "Reload keybindings, extensions, skills, prompts and context files",
     "login": "Manage credentials",
@@ -48,6 +53,28 @@ COMMANDS: Final = {
 }
 _ALIASES: Final = {"exit": "quit"}
 THINKING_LEVELS: Final = ("off", "minimal", "low", "medium", "high", "xhigh")
+SHARE_VIEWER_ENV: Final = "PITRIO_SHARE_VIEWER_URL"
+"""A page that shows a shared session from its gist id (``<url>#<gist id>``, as pi's
+``PI_SHARE_VIEWER_URL``); unset, ``/share`` gives the gist's own URL."""
+CHANGELOG_NAME: Final = "CHANGELOG.md"
+
+
+def find_changelog() -> str | None:
+    """pitrio's changelog: in the package, else at the top of its source checkout."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder in (package, os.path.dirname(package)):
+        path = os.path.join(folder, CHANGELOG_NAME)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _read_changelog() -> str | None:
+    path = find_changelog()
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as file:
+        return file.read()
 
 
 def _text_of(message: Any) -> str:
@@ -310,6 +337,54 @@ class CommandRunner:
             self.app.notify(f"Export failed: {exc}", "error")
             return
         self._info(f"Exported to: {written}")
+
+    async def _share(self, args: str) -> None:
+        """pi's ``/share``: the HTML export uploaded as a secret gist with ``gh``."""
+        app = self.app
+        gh = gh_ready()
+        if isinstance(gh, Unavailable):
+            app.notify(gh.message, "error")
+            return
+        exporter = app.config.exporter
+        if exporter is None:
+            app.notify("Export is not available", "error")
+            return
+        folder = await trio.to_thread.run_sync(tempfile.mkdtemp, None, "pitrio-share-")
+        try:
+            target = os.path.join(folder, "session.html")
+            try:
+                written = await trio.to_thread.run_sync(exporter, target)
+            except (OSError, ValueError, PitrioError) as exc:
+                app.notify(f"Failed to export session: {exc}", "error")
+                return
+            app.status_text = "Creating gist..."
+            app.request_render()
+            try:
+                url = await create_secret_gist(gh, written)
+            finally:
+                app.status_text = None
+                app.request_render()
+        finally:
+            await trio.to_thread.run_sync(shutil.rmtree, folder, True)
+        if isinstance(url, Unavailable):
+            app.notify(url.message, "error")
+            return
+        viewer = os.environ.get(SHARE_VIEWER_ENV)
+        if viewer:
+            self._info(f"Share URL: {viewer}#{url.rsplit('/', 1)[-1]}\nGist: {url}")
+        else:
+            self._info(f"Share URL: {url}")
+
+    async def _changelog(self, args: str) -> None:
+        """pi's ``/changelog``: the changelog as Markdown in the chat."""
+        text = await trio.to_thread.run_sync(_read_changelog)
+        if text is None:
+            self._info(
+                f"pitrio ships no {CHANGELOG_NAME} (version {self.app.config.version}); "
+                "the history is the git log of its repository"
+            )
+            return
+        self.app.show_markdown("What's New", text)
 
     async def _copy(self, args: str) -> None:
         text = self.session.get_last_assistant_text()

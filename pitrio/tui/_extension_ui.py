@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pitrio.tui._custom import ComponentHost, CustomDialog
+from pitrio.tui._custom import ComponentHost, CustomDialog, EditorHost
 from pitrio.tui._dialogs import ConfirmDialog, EditorDialog, InputDialog, SelectDialog
 from pitrio.tui._host import AppHost
 
@@ -27,6 +27,7 @@ class TuiExtensionUI:
     def __init__(self) -> None:
         self._app: AppHost | None = None
         self._pending: list[Callable[[AppHost], None]] = []
+        self._editor_factory: Callable[..., Any] | None = None
 
     @property
     def app(self) -> AppHost | None:
@@ -123,9 +124,58 @@ class TuiExtensionUI:
 
         self._apply(change)
 
+    def set_editor_component(self, factory: Callable[..., Any] | None) -> None:
+        """pi's ``ctx.ui.setEditorComponent``: the component ``factory(tui, theme,
+        keybindings)`` makes takes the editor's place (``None``: the built-in editor again).
+        See :mod:`pitrio.tui._custom` for the contract."""
+        self._editor_factory = factory
+
+        def change(app: AppHost) -> None:
+            if factory is None:
+                app.set_editor_component(None)
+                return
+            host = EditorHost(
+                app.request_render,
+                app.terminal.size,
+                app.editor,
+                app.default_input,
+                app.default_paste,
+            )
+            try:
+                component = factory(host, app.theme, app.keys)
+            except Exception as exc:
+                app.notify(f"Extension editor failed: {type(exc).__name__}: {exc}", "error")
+                return
+            app.set_editor_component(component)
+
+        self._apply(change)
+
+    def get_editor_component(self) -> Callable[..., Any] | None:
+        """The factory last given to :meth:`set_editor_component` (``None``: built-in)."""
+        return self._editor_factory
+
     def get_editor_text(self) -> str:
         """pi's ``ctx.ui.getEditorText`` (empty before the app is up)."""
-        return self._app.editor.text if self._app is not None else ""
+        app = self._app
+        if app is None:
+            return ""
+        get_text = getattr(app.editor_component, "get_text", None)
+        return str(get_text()) if get_text is not None else app.editor.text
+
+    def paste_to_editor(self, text: str) -> None:
+        """pi's ``ctx.ui.pasteToEditor``: as if the user pasted ``text``."""
+        self._apply(lambda app: app.default_paste(text))
+
+    def get_tools_expanded(self) -> bool:
+        """Whether tool output is shown whole (Ctrl+O)."""
+        return self._app.expand_tools if self._app is not None else False
+
+    def set_tools_expanded(self, expanded: bool) -> None:
+        def change(app: AppHost) -> None:
+            if app.expand_tools != expanded:
+                app.toggle_tools_expanded()
+
+        self._apply(change)
 
     @staticmethod
     def _host(app: AppHost) -> ComponentHost:
@@ -144,13 +194,53 @@ class TuiExtensionUI:
         self._apply(change)
 
     def set_widget(
-        self, key: str, lines: Sequence[str] | None, *, placement: str | None = None
+        self,
+        key: str,
+        lines: Sequence[str] | Callable[..., Any] | None,
+        *,
+        placement: str | None = None,
     ) -> None:
+        """pi's ``ctx.ui.setWidget``: lines, or the component ``factory(tui, theme)`` makes,
+        above (or with ``placement="belowEditor"`` below) the editor; ``None`` removes it."""
+
         def change(app: AppHost) -> None:
             if lines is None:
                 app.widgets.pop(key, None)
+            elif callable(lines):
+                try:
+                    component = lines(self._host(app), app.theme)
+                except Exception as exc:
+                    app.notify(f"Extension widget failed: {type(exc).__name__}: {exc}", "error")
+                    return
+                app.widgets[key] = (component, placement or "aboveEditor")
             else:
                 app.widgets[key] = (list(lines), placement or "aboveEditor")
+
+        self._apply(change)
+
+    def set_header(self, factory: Callable[..., Any] | None) -> None:
+        """pi's ``ctx.ui.setHeader``: the component ``factory(tui, theme)`` makes replaces the
+        start-up header (``None``: the built-in header again)."""
+
+        def change(app: AppHost) -> None:
+            if factory is None:
+                app.set_header_component(None)
+                return
+            try:
+                component = factory(self._host(app), app.theme)
+            except Exception as exc:
+                app.notify(f"Extension header failed: {type(exc).__name__}: {exc}", "error")
+                return
+            app.set_header_component(component)
+
+        self._apply(change)
+
+    def set_working_message(self, message: str | None = None) -> None:
+        """pi's ``ctx.ui.setWorkingMessage``: the working indicator's text while the agent
+        works (``None``: the default)."""
+
+        def change(app: AppHost) -> None:
+            app.working_message = message
 
         self._apply(change)
 
@@ -161,7 +251,14 @@ class TuiExtensionUI:
         self._apply(change)
 
     def set_editor_text(self, text: str) -> None:
-        self._apply(lambda app: app.editor.set_text(text))
+        def change(app: AppHost) -> None:
+            set_text = getattr(app.editor_component, "set_text", None)
+            if set_text is not None:
+                set_text(text)
+            else:
+                app.editor.set_text(text)
+
+        self._apply(change)
 
 
 def _seconds(timeout_ms: float | None) -> float | None:

@@ -27,13 +27,32 @@ class AppHost(Protocol):
     editor: Editor
     renderer: Renderer
     statuses: dict[str, str]
-    widgets: dict[str, tuple[list[str], str]]
+    widgets: dict[str, tuple[Any, str]]
+    """Extension widgets by key: (lines or a component, placement)."""
+    working_message: str | None
+    header_component: Any
+
+    def set_header_component(self, component: Any) -> None: ...
+
     title: str | None
     status_text: str | None
     footer: Any
     """An extension's footer component (``ctx.ui.set_footer``), or ``None``."""
+    editor_component: Any
+    """An extension's editor (``ctx.ui.set_editor_component``), or ``None``."""
+    expand_tools: bool
+
+    def set_editor_component(self, component: Any) -> None: ...
+
+    def default_input(self, key: str) -> None: ...
+
+    def default_paste(self, text: str) -> None: ...
+
+    def toggle_tools_expanded(self) -> None: ...
 
     def notify(self, message: str, kind: str = "info") -> None: ...
+
+    def show_markdown(self, title: str, text: str) -> None: ...
 
     def request_render(self) -> None: ...
 

@@ -7,6 +7,15 @@ and ``all``; each filter key toggles its mode with ``default``, Ctrl+O cycles. A
 messages made of tool calls only are hidden (unless an error, or the current position).
 Shift+L edits the label of the selected entry in place (an empty label clears it); Shift+T
 shows when each label was set. Typing searches.
+
+Folding, as pi's (``app.tree.foldOrUp``, Ctrl+Left / Alt+Left, and ``app.tree.unfoldOrDown``,
+Ctrl+Right / Alt+Right): a root or a segment start (the first entry of a branch, where its
+shown parent has more than one shown child) with shown children is foldable. Fold on a
+foldable, unfolded entry hides everything below it (``⊞`` marks it; ``⊟`` marks a foldable
+segment start); otherwise it jumps up to the start of the segment the cursor is in (or of the
+one above). Unfold on a folded entry shows its entries again; otherwise it jumps down, along
+first children, to the next branch point's first child, or to the branch's end. Changing the
+filter or the search unfolds everything.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ class TreeRow:
     """One entry of the tree, flattened (depth-first, oldest first)."""
 
     entry_id: str
+    parent_id: str | None
     depth: int
     text: str
     kind: str
@@ -114,6 +124,7 @@ def tree_rows(roots: Sequence[Any], leaf: str | None) -> list[TreeRow]:
         rows.append(
             TreeRow(
                 entry_id=entry.id,
+                parent_id=getattr(entry, "parent_id", None),
                 depth=depth,
                 text=_describe(entry)[:200],
                 kind=getattr(entry, "type", ""),
@@ -166,6 +177,10 @@ class TreeDialog(Dialog):
         self.search = _Field()
         self.label_field: _Field | None = None
         self._visible: list[int] = []
+        self.folded: set[str] = set()
+        self._parent_of = {row.entry_id: row.parent_id for row in self.rows}
+        self._shown_parent: dict[str, str | None] = {}
+        self._shown_children: dict[str | None, list[str]] = {}
         self.cursor = 0
         self._filter(keep=next((r.entry_id for r in self.rows if r.current), None))
 
@@ -173,13 +188,21 @@ class TreeDialog(Dialog):
         """Apply the mode and the search; the cursor stays on ``keep`` (an entry id) when it
         is still shown, else on the current position, else the last row."""
         words = self.search.text.lower().split()
+        hidden: set[str] = set()
+        for row in self.rows:  # depth-first: a parent comes before its children
+            if row.parent_id is not None and (
+                row.parent_id in self.folded or row.parent_id in hidden
+            ):
+                hidden.add(row.entry_id)
         self._visible = [
             index
             for index, row in enumerate(self.rows)
             if _passes(row, self.mode)
+            and row.entry_id not in hidden
             and all(w in f"{row.text} {row.label or ''}".lower() for w in words)
         ]
         ids = [self.rows[i].entry_id for i in self._visible]
+        self._link(ids)
         current = next((r.entry_id for r in self.rows if r.current), None)
         for wanted in (keep, current):
             if wanted in ids:
@@ -187,12 +210,71 @@ class TreeDialog(Dialog):
                 return
         self.cursor = max(0, len(ids) - 1)
 
+    def _link(self, ids: list[str]) -> None:
+        """Each shown entry's nearest shown ancestor, and each one's shown children."""
+        shown = set(ids)
+        self._shown_parent = {}
+        self._shown_children = {}
+        for entry_id in ids:
+            parent = self._parent_of.get(entry_id)
+            while parent is not None and parent not in shown:
+                parent = self._parent_of.get(parent)
+            self._shown_parent[entry_id] = parent
+            self._shown_children.setdefault(parent, []).append(entry_id)
+
+    def foldable(self, entry_id: str) -> bool:
+        """A root or a segment start with shown children (pi's ``isFoldable``)."""
+        if not self._shown_children.get(entry_id):
+            return False
+        parent = self._shown_parent.get(entry_id)
+        return parent is None or len(self._shown_children.get(parent, ())) > 1
+
+    def _segment_start(self, direction: str) -> int:
+        """pi's ``findBranchSegmentStart``: the row to jump to (module docstring)."""
+        row = self.selected()
+        if row is None:
+            return self.cursor
+        index = {self.rows[i].entry_id: n for n, i in enumerate(self._visible)}
+        current = row.entry_id
+        if direction == "down":
+            while True:
+                children = self._shown_children.get(current, [])
+                if not children:
+                    return index[current]
+                if len(children) > 1:
+                    return index[children[0]]
+                current = children[0]
+        while True:
+            parent = self._shown_parent.get(current)
+            if parent is None:
+                return index[current]
+            if len(self._shown_children.get(parent, ())) > 1 and index[current] < self.cursor:
+                return index[current]
+            current = parent
+
+    def _fold_or_up(self) -> None:
+        row = self.selected()
+        if row is not None and self.foldable(row.entry_id) and row.entry_id not in self.folded:
+            self.folded.add(row.entry_id)
+            self._filter(keep=row.entry_id)
+        else:
+            self.cursor = self._segment_start("up")
+
+    def _unfold_or_down(self) -> None:
+        row = self.selected()
+        if row is not None and row.entry_id in self.folded:
+            self.folded.discard(row.entry_id)
+            self._filter(keep=row.entry_id)
+        else:
+            self.cursor = self._segment_start("down")
+
     def selected(self) -> TreeRow | None:
         return self.rows[self._visible[self.cursor]] if self._visible else None
 
     def _set_mode(self, mode: str) -> None:
         row = self.selected()
         self.mode = mode
+        self.folded.clear()
         self._filter(keep=row.entry_id if row else None)
 
     def handle(self, event: TermEvent) -> None:
@@ -214,6 +296,10 @@ class TreeDialog(Dialog):
             elif keys.matches(name, "tui.select.down"):
                 if self._visible:
                     self.cursor = (self.cursor + 1) % len(self._visible)
+            elif keys.matches(name, "app.tree.foldOrUp"):
+                self._fold_or_up()
+            elif keys.matches(name, "app.tree.unfoldOrDown"):
+                self._unfold_or_down()
             elif name == "left" or keys.matches(name, "tui.select.pageUp"):
                 self.cursor = max(0, self.cursor - VISIBLE_ITEMS)
             elif name == "right" or keys.matches(name, "tui.select.pageDown"):
@@ -237,9 +323,11 @@ class TreeDialog(Dialog):
                         self._set_mode("default" if self.mode == mode else mode)
                         return
                 if self.search.handle(event, keys):
+                    self.folded.clear()
                     self._filter(keep=row.entry_id if row else None)
             return
         if self.search.handle(event, self.keys):
+            self.folded.clear()
             self._filter()
 
     def _handle_label(self, event: TermEvent) -> None:
@@ -267,7 +355,12 @@ class TreeDialog(Dialog):
         for position in range(start, min(len(self._visible), start + VISIBLE_ITEMS)):
             row = self.rows[self._visible[position]]
             chosen = position == self.cursor
-            text = "  " * row.depth + ("• " if row.current else "") + row.text
+            fold = ""
+            if row.entry_id in self.folded:
+                fold = "⊞ "
+            elif self._shown_parent.get(row.entry_id) is not None and self.foldable(row.entry_id):
+                fold = "⊟ "
+            text = "  " * row.depth + fold + ("• " if row.current else "") + row.text
             if row.label:
                 stamp = ""
                 if self.show_label_times and row.label_timestamp:
@@ -290,7 +383,7 @@ class TreeDialog(Dialog):
             )
             return self._frame(width, body, "enter set label · esc cancel")
         hint = (
-            "↑↓ move · ←→ page · shift+l label · shift+t label time · "
+            "↑↓ move · ←→ page · ^←^→ fold/branch · shift+l label · shift+t label time · "
             "^d ^t ^u ^l ^a filters (^o cycle) · enter select · esc cancel"
         )
         return self._frame(width, body, hint)

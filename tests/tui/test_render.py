@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tui_screen import Screen
@@ -88,6 +90,7 @@ def test_too_wide_lines_are_cut() -> None:
 
 @settings(deadline=None, max_examples=150)
 @example([["a"] * 7, ["a"]])  # shrinking below the top of the screen: found by Hypothesis
+@example([["a"] * 7, ["a", "a"]])  # shrinking to a frame partly in the scrollback
 @given(
     st.lists(
         st.lists(st.sampled_from(["a", "bb", "ccc", "d d", "", "éé", "字"]), max_size=12),
@@ -96,14 +99,19 @@ def test_too_wide_lines_are_cut() -> None:
     )
 )
 def test_any_sequence_of_frames_shows_the_last(frames: list[list[str]]) -> None:
-    """Whatever came before, the screen shows the bottom of the last frame."""
+    """Whatever came before, the screen shows the bottom of the last frame, ending on the
+    cursor's row, with nothing below. Content that shrank after it filled the screen stays
+    where it was, as pi-tui's renderer leaves it: its top may be in the scrollback (e.g. 7
+    lines on 6 rows, then 2: the first of the 2 is in the scrollback, the second on row 0);
+    while no frame was shorter than the one before, the screen shows as much as fits."""
     renderer, screen = Renderer(), Screen(12, 6)
     for lines in frames:
         draw(renderer, screen, lines)
     last = frames[-1]
     shown = screen.display()
-    visible = last[-6:] if len(last) >= 6 else last
-    # The frame's lines are on screen in order, ending on the cursor's row.
     row = screen.screen.cursor.y
-    assert shown[row - len(visible) + 1 : row + 1] == visible
+    on_screen = min(row + 1, len(last))
+    assert shown[row + 1 - on_screen : row + 1] == last[len(last) - on_screen :]
     assert all(line == "" for line in shown[row + 1 :])
+    if all(len(a) <= len(b) for a, b in itertools.pairwise(frames)):
+        assert on_screen == min(len(last), 6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,61 @@ async def test_selecting_a_filtered_entry_navigates_there(tmp_path: Path) -> Non
         leaf = tui.app.session.session_manager.get_leaf_entry()
         assert leaf.message.role == "assistant"
         assert leaf.parent_id == user_entry_id(tui, "first")
+
+
+CTRL_LEFT = "\x1b[1;5D"
+CTRL_RIGHT = "\x1b[1;5C"
+ALT_LEFT = "\x1b[1;3D"
+ALT_RIGHT = "\x1b[1;3C"
+
+
+def chosen(tui: Tui) -> str:
+    """The selected row, its indentation squeezed."""
+    lines = [line for line in tui.text().splitlines() if line.startswith("→ ")]
+    return " ".join(lines[0].split()) if len(lines) == 1 else ""
+
+
+def on(text: str, tui: Tui) -> Callable[[], bool]:
+    return lambda: chosen(tui) == text
+
+
+async def test_fold_keys_fold_a_branch_and_jump_between_segments(tmp_path: Path) -> None:
+    """pi's app.tree.foldOrUp / unfoldOrDown: on a leaf, Ctrl+Left jumps up to the segment
+    start; there it folds (⊞, the branch's entries hidden); Ctrl+Right unfolds, then jumps
+    down to the branch's end; Alt+Left/Right are the same keys; a filter change unfolds."""
+    async with open_tui(tmp_path, ["One.", "Two.", "Three."]) as tui:
+        await two_turns(tui)
+        # Back to "second": a new branch from "One." ("other" -> "Three.").
+        tui.type("/tree\r")
+        await tui.wait_for("→ • assistant: Two.")
+        tui.type("\x1b[A")
+        await tui.wait_for("→ user: second")
+        tui.type("\r")
+        await tui.wait_for("Summarize the branch you leave?")
+        tui.type("\r")
+        await tui.wait_for(lambda: tui.app.editor.text == "second")
+        tui.type("\x15other\r")
+        await tui.wait_for("Three.")
+        tui.type("/tree\r")
+        await tui.wait_for(on("→ • assistant: Three.", tui))
+        assert "⊟ user: other" in tui.text() and "⊟ user: second" in tui.text()
+        tui.type(CTRL_LEFT)  # a leaf: up to its segment's start
+        await tui.wait_for(on("→ ⊟ user: other", tui))
+        tui.type(CTRL_LEFT)  # the segment start: fold it
+        await tui.wait_for(on("→ ⊞ user: other", tui))
+        assert "assistant: Three." not in tui.text()
+        assert "assistant: Two." in tui.text()  # the other branch stays
+        tui.type(CTRL_RIGHT)  # unfold
+        await tui.wait_for("assistant: Three.")
+        assert chosen(tui) == "→ ⊟ user: other"
+        tui.type(CTRL_RIGHT)  # no fold here: down to the branch's end
+        await tui.wait_for(on("→ • assistant: Three.", tui))
+        tui.type(ALT_LEFT + ALT_LEFT)
+        await tui.wait_for(on("→ ⊞ user: other", tui))
+        tui.type("\x01")  # ctrl+a: another filter unfolds everything
+        await tui.wait_for("[all]")
+        assert "assistant: Three." in tui.text() and "⊞" not in tui.text()
+        tui.type(ALT_RIGHT)
+        await tui.wait_for(on("→ • assistant: Three.", tui))
+        tui.type("\x1b")
+        await tui.wait_for(lambda: "Session tree" not in tui.text())
