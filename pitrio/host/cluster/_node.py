@@ -69,6 +69,9 @@ REPLY_STREAM_MAXLEN: Final = 4096
 LEAVE_TIMEOUT: Final = 2.0
 """Seconds a closing node spends releasing its leases (shielded) before giving up; the leases
 then expire on their own."""
+RECENT_RESULTS: Final = 1024
+"""Results of the last commands this node ran, kept to answer a late duplicate without running
+it again (Redis keeps every result for ``result_ttl``; this saves the lookup)."""
 COMMAND_GROUP: Final = "pitrio"
 """The consumer group on every node's command stream."""
 
@@ -137,6 +140,7 @@ class ClusterNode:
             COMMAND_BUFFER
         )
         self._in_flight: dict[str, list[tuple[str, bytes, str]]] = {}
+        self._recent_results: dict[str, bytes] = {}
         self._waiters: dict[str, list[_Reply]] = {}
         self._adoptions: dict[str, str] = {}
         self._adoptions_ready = trio.Event()
@@ -580,8 +584,13 @@ class ClusterNode:
         targets = self._in_flight.pop(request_id, None)
         if not targets:
             return
-        await self._write_reply(request_id, result, targets)
+        stored = await self._write_reply(request_id, result, targets)
         self._commands_served += 1
+        # A retry XADDed before the result was stored can still be read after this reply:
+        # remembering the result answers it without a second run (or a round trip).
+        self._recent_results[request_id] = stored
+        while len(self._recent_results) > RECENT_RESULTS:
+            del self._recent_results[next(iter(self._recent_results))]
 
     async def _write_reply(
         self, request_id: str, result: bytes, targets: Iterable[tuple[str, bytes, str]]
@@ -635,20 +644,38 @@ class ClusterNode:
                         await self._deliver_entry(stream, entry.identifier, fields)
 
     async def _deliver_entry(self, stream: str, entry_id: Any, fields: Any) -> None:
-        request_id = fields[b"r"].decode()
-        target = (stream, bytes(entry_id), fields[b"g"].decode())
+        await self._take(
+            self._commands_send,
+            (stream, bytes(entry_id), fields[b"g"].decode()),
+            fields[b"s"].decode(),
+            fields[b"r"].decode(),
+            bytes(fields[b"p"]),
+        )
+
+    async def _take(
+        self,
+        send: trio.MemorySendChannel[Command],
+        target: tuple[str, bytes, str],
+        session_id: str,
+        request_id: str,
+        payload: bytes,
+    ) -> None:
+        """Hand one command stream entry to the host, unless its request already has a result
+        here (answer with it) or is running here (answer it with that run's result)."""
+        recent = self._recent_results.get(request_id)
+        if recent is not None:
+            await self._write_reply(request_id, recent, [target])
+            return
         waiting = self._in_flight.get(request_id)
         if waiting is not None:
             waiting.append(target)
             return
         self._in_flight[request_id] = [target]
-        command = Command(
-            fields[b"s"].decode(),
-            request_id,
-            bytes(fields[b"p"]),
-            reply=functools.partial(self._reply, request_id),
+        await send.send(
+            Command(
+                session_id, request_id, payload, reply=functools.partial(self._reply, request_id)
+            )
         )
-        await self._commands_send.send(command)
 
     async def _run_adopter(self) -> None:
         send = self._commands_send.clone()
@@ -676,20 +703,8 @@ class ClusterNode:
             if has_result:
                 await self._write_reply(request, bytes(result), [target])
                 continue
-            waiting = self._in_flight.get(request)
-            if waiting is not None:
-                waiting.append(target)
-                continue
-            self._in_flight[request] = [target]
             log.info("cluster_command_adopted", session_id=session_id, request_id=request)
-            await send.send(
-                Command(
-                    session_id,
-                    request,
-                    bytes(payload),
-                    reply=functools.partial(self._reply, request),
-                )
-            )
+            await self._take(send, target, session_id, request, bytes(payload))
 
     async def _run_replies(self) -> None:
         stream = self._node_key(self.node_id, "replies")
