@@ -243,6 +243,7 @@ class ClusterNode:
                 await self._register()
             except (LeaseHeld, *_REDIS_FAILURES):
                 return
+            nodes = [*nodes, self.node_id.encode(), self._lease_value.encode()]
         else:
             self._valid_until = started + self._ttl
             for session_id in lost:
@@ -276,6 +277,10 @@ class ClusterNode:
     def _lose_all(self) -> None:
         self._member = False
         self._valid_until = -float("inf")
+        # A new incarnation: leases of the old token (still in Redis if only the renewal
+        # failed) are no longer this node's, so a claim after a loss always takes a new epoch.
+        self._token = secrets.token_hex(8)
+        self._lease_value = f"{self._token}|{self.address}"
         for session_id, epoch in list(self._owned.items()):
             self._lose(session_id, epoch)
 
