@@ -120,6 +120,7 @@ class ClusterNode:
         self._result_ttl = max(1, round(result_ttl))
         self._token = secrets.token_hex(8)
         self._lease_value = f"{self._token}|{address}"
+        self._previous_lease_value = ""
         self._member = False
         self._valid_until = -float("inf")
         self._owned: dict[str, int] = {}
@@ -206,7 +207,7 @@ class ClusterNode:
             await self._call(
                 "REGISTER",
                 [self._node_key(self.node_id, "lease"), f"{self._prefix}:nodes"],
-                [self._lease_value, self._ttl_ms, self.node_id],
+                [self._lease_value, self._ttl_ms, self.node_id, self._previous_lease_value],
             )
         except ResponseError as exc:
             if str(exc).startswith("PITRIO_HELD"):
@@ -249,11 +250,11 @@ class ClusterNode:
             for session_id in lost:
                 self._lose(session_id.decode(), owned.get(session_id.decode()))
         self._command_lag = int(lag)
-        members = []
+        members = {}
         for i in range(0, len(nodes), 2):
-            address = nodes[i + 1].decode().partition("|")[2]
-            members.append(NodeInfo(nodes[i].decode(), address))
-        self._members = sorted(members, key=lambda n: n.node_id)
+            node_id = nodes[i].decode()
+            members[node_id] = NodeInfo(node_id, nodes[i + 1].decode().partition("|")[2])
+        self._members = sorted(members.values(), key=lambda n: n.node_id)
         self._assign([o.decode() for o in orphans])
 
     def _assign(self, orphans: list[str]) -> None:
@@ -275,10 +276,13 @@ class ClusterNode:
         self._queue_event(SessionLost(session_id, epoch))
 
     def _lose_all(self) -> None:
-        self._member = False
-        self._valid_until = -float("inf")
         # A new incarnation: leases of the old token (still in Redis if only the renewal
         # failed) are no longer this node's, so a claim after a loss always takes a new epoch.
+        # The registered membership may be replaced by the new one at once.
+        if self._member:
+            self._previous_lease_value = self._lease_value
+        self._member = False
+        self._valid_until = -float("inf")
         self._token = secrets.token_hex(8)
         self._lease_value = f"{self._token}|{self.address}"
         for session_id, epoch in list(self._owned.items()):

@@ -33,9 +33,11 @@ end
 """
 
 REGISTER: Final = """
--- KEYS[1] node lease, KEYS[2] node set; ARGV[1] lease value, ARGV[2] ttl ms, ARGV[3] node id
+-- KEYS[1] node lease, KEYS[2] node set; ARGV[1] lease value, ARGV[2] ttl ms, ARGV[3] node id,
+-- ARGV[4] this node's previous lease value ('' if none): a node that lost its sessions may
+-- replace its own earlier incarnation's membership at once
 local current = redis.call('GET', KEYS[1])
-if current and current ~= ARGV[1] then
+if current and current ~= ARGV[1] and current ~= ARGV[4] then
   return redis.error_reply('PITRIO_HELD ' .. ARGV[3])
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

@@ -63,3 +63,19 @@ async def test_leaving_releases_the_sessions_for_the_next_node(redis_url, prefix
             event = await b.ownership_events().receive()
         assert event.session_id == "s" and event.type == "session_assigned"
         assert await b.claim("s") == 2
+
+
+async def test_a_failed_renewal_rejoins_at_once_and_reclaims_at_a_new_epoch(redis_url, prefix):
+    """After a renewal that failed (the node gave up its sessions while its old leases are
+    still in Redis), the next renewal replaces its own old membership instead of waiting for
+    it to expire, and claiming a session again takes a new epoch."""
+    async with open_cluster_node(redis_url, node_id="a", address="ws://a", prefix=prefix) as node:
+        epoch = await node.claim("s")
+        node._lose_all()  # what a renewal that could not reach Redis does
+        assert not node.owns("s")
+        await node.refresh()
+        assert [n.node_id for n in node.live_nodes()] == ["a"]
+        assert await node.claim("s") == epoch + 1
+        await node.append_event("s", epoch + 1, 0, b"x")
+        with pytest.raises(StaleOwner):
+            await node.append_event("s", epoch, 1, b"old epoch")
