@@ -69,6 +69,15 @@ class Watcher:
             self._keys.pop(self._event_key(session_id).encode(), None)
             self._changed.set()
 
+    def cursor(self, session_id: str) -> EventCursor | None:
+        """Where the watcher has read ``session_id`` up to: its last yielded entry, or where
+        it starts; None while an ``after=None`` start is not yet resolved (or not watched)."""
+        cursor = self._cursors.get(session_id)
+        if cursor is None:
+            return None
+        epoch, _, seq = cursor.partition("-")
+        return int(epoch), int(seq)
+
     def watched_count(self) -> int:
         """How many sessions are watched."""
         return len(self._cursors)

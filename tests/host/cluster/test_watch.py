@@ -75,8 +75,10 @@ async def test_watching_from_now_skips_what_was_written_before(redis_url, prefix
         epoch = await owner.claim("s")
         await owner.append_events("s", epoch, [(1, b"old"), (2, b"old")])
         watcher.add("s")
-        # Let the reader resolve "now" and block before the next write.
-        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(5):
+            while watcher.cursor("s") is None:  # the reader resolves "now" in a round trip
+                await trio.testing.wait_all_tasks_blocked()
+        assert watcher.cursor("s") == (epoch, 2)
         await owner.append_event("s", epoch, 3, b"new")
         with trio.fail_after(3):
             assert await watcher.__aiter__().receive() == ("s", epoch, 3, b"new")
