@@ -18,8 +18,9 @@ log = structlog.get_logger(__name__)
 WATCH_BUFFER: Final = 256
 """Events read but not yet taken by the gateway; when full the reader stops reading (the
 streams keep the events, up to their replay size), which is the backpressure."""
-WATCH_COUNT: Final = 128
-"""Entries asked for per stream per XREAD."""
+WATCH_COUNT: Final = 512
+"""Entries asked for per stream per XREAD: a reader that fell behind catches up in few round
+trips (a stream holds at most about the replay size anyway)."""
 WATCH_BLOCK_MS: Final = 5000
 """Longest one XREAD blocks; a change to the watched set wakes it sooner (its wake stream)."""
 RETRY_DELAY: Final = 0.5
