@@ -1,4 +1,4 @@
-"""A Hypothesis state machine over claim / renew / expire / write, against a real Redis: a
+"""A Hypothesis state machine over claim / renew / release / expire / write, against a real Redis: a
 stale owner never writes after a takeover (issue #34's property test).
 
 Several simulated nodes (real :class:`ClusterNode` objects without their background tasks, so
@@ -153,6 +153,12 @@ class FencingMachine(RuleBasedStateMachine):
         # A renewal that finds the membership gone registers again.
         self.member[name] = True
         assert self.portal.run_sync(node.owns, SESSION) == (self.holder == name)
+
+    @rule(name=st.sampled_from(NODES))
+    def release(self, name: str) -> None:
+        self.portal.run(self.nodes[name].release, SESSION)
+        if self.holder == name:
+            self.holder = None
 
     @rule()
     def expire_session_lease(self) -> None:
