@@ -17,6 +17,7 @@
      |    +-- StaleOwner                         a fenced write by a lost owner (session_id, epoch)
      |    +-- NotAMember                         this node's membership lease is gone
      |    +-- CommandTimeout (also TimeoutError) no reply to a routed command in time
+     |    +-- ClusterUnavailable (also ConnectionError)  Redis unreachable or failing requests
      +-- CliError                                pitrio.cli: a command line that cannot run
      +-- ExportError                             pitrio.cli: a session that cannot be exported
      +-- FauxScriptError (also ValueError)       pitrio.cli: a PITRIO_FAUX_SCRIPT that is unusable

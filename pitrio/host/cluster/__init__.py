@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from pitrio._publish import publish as _publish
 from pitrio.host.cluster._errors import ClusterError as ClusterError
+from pitrio.host.cluster._errors import ClusterUnavailable as ClusterUnavailable
 from pitrio.host.cluster._errors import CommandTimeout as CommandTimeout
 from pitrio.host.cluster._errors import LeaseHeld as LeaseHeld
 from pitrio.host.cluster._errors import NotAMember as NotAMember
@@ -81,6 +82,7 @@ __all__ = [
     "WATCH_BUFFER",
     "ClusterError",
     "ClusterNode",
+    "ClusterUnavailable",
     "Command",
     "CommandTimeout",
     "EventCursor",

@@ -56,3 +56,11 @@ class CommandTimeout(ClusterError, TimeoutError):
         super().__init__(f"no reply to {request_id!r} for session {session_id!r}")
         self.session_id = session_id
         self.request_id = request_id
+
+
+class ClusterUnavailable(ClusterError, ConnectionError):
+    """Redis could not be reached, or failed a request (out of memory, a read-only replica ...).
+
+    A node that cannot reach Redis loses its sessions at its next renewal; a write that raised
+    this may or may not have been applied.
+    """

@@ -35,7 +35,13 @@ from coredis.retry import NoRetryPolicy
 
 from pitrio._exceptions import UsageError, unwrap_group
 from pitrio.host.cluster import _scripts
-from pitrio.host.cluster._errors import CommandTimeout, LeaseHeld, NotAMember, StaleOwner
+from pitrio.host.cluster._errors import (
+    ClusterUnavailable,
+    CommandTimeout,
+    LeaseHeld,
+    NotAMember,
+    StaleOwner,
+)
 from pitrio.host.cluster._types import (
     Command,
     EventCursor,
@@ -76,6 +82,15 @@ COMMAND_GROUP: Final = "pitrio"
 """The consumer group on every node's command stream."""
 
 _REDIS_FAILURES: Final = (RedisError, OSError)
+
+
+class _Refused(Exception):
+    """A script's own refusal (``PITRIO_<CODE> detail``); never leaves this module."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(code, detail)
+        self.code = code
+        self.detail = detail
 
 
 class _Reply:
@@ -174,7 +189,17 @@ class ClusterNode:
         return f"{epoch}|{self.node_id}|{self._token}"
 
     async def _call(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        return await self._scripts[name](keys=list(keys), args=list(args))
+        """Run one script; its refusals become :class:`_Refused`, Redis' failures
+        :class:`ClusterUnavailable` (coredis' exceptions stay inside this layer)."""
+        try:
+            return await self._scripts[name](keys=list(keys), args=list(args))
+        except ResponseError as exc:
+            code, _, detail = str(exc).partition(" ")
+            if code.startswith("PITRIO_"):
+                raise _Refused(code, detail) from None
+            raise ClusterUnavailable(f"Redis failed {name.lower()}: {exc}") from exc
+        except _REDIS_FAILURES as exc:
+            raise ClusterUnavailable(f"Redis unreachable ({name.lower()}): {exc!r}") from exc
 
     # -- membership ------------------------------------------------------------------------
 
@@ -209,10 +234,8 @@ class ClusterNode:
                 [self._node_key(self.node_id, "lease"), f"{self._prefix}:nodes"],
                 [self._lease_value, self._ttl_ms, self.node_id, self._previous_lease_value],
             )
-        except ResponseError as exc:
-            if str(exc).startswith("PITRIO_HELD"):
-                raise LeaseHeld(self.node_id, self.node_id) from None
-            raise
+        except _Refused:
+            raise LeaseHeld(self.node_id, self.node_id) from None
         self._member = True
         self._valid_until = trio.current_time() + self._ttl
 
@@ -233,8 +256,8 @@ class ClusterNode:
                 ],
                 args,
             )
-        except _REDIS_FAILURES as exc:
-            log.warning("cluster_renewal_failed", node_id=self.node_id, error=repr(exc))
+        except ClusterUnavailable as exc:
+            log.warning("cluster_renewal_failed", node_id=self.node_id, error=str(exc))
             self._lose_all()
             return
         if not member:
@@ -242,7 +265,7 @@ class ClusterNode:
             self._lose_all()
             try:
                 await self._register()
-            except (LeaseHeld, *_REDIS_FAILURES):
+            except (LeaseHeld, ClusterUnavailable):
                 return
             nodes = [*nodes, self.node_id.encode(), self._lease_value.encode()]
         else:
@@ -355,14 +378,11 @@ class ClusterNode:
                     self._prefix,
                 ],
             )
-        except ResponseError as exc:
-            message = str(exc)
-            if message.startswith("PITRIO_HELD"):
-                raise LeaseHeld(session_id, message.partition(" ")[2]) from None
-            if message.startswith("PITRIO_NOT_MEMBER"):
-                self._lose_all()
-                raise NotAMember(f"node {self.node_id!r} is not a live member") from None
-            raise
+        except _Refused as refusal:
+            if refusal.code == "PITRIO_HELD":
+                raise LeaseHeld(session_id, refusal.detail) from None
+            self._lose_all()
+            raise NotAMember(f"node {self.node_id!r} is not a live member") from None
         epoch = int(epoch)
         self._owned[session_id] = epoch
         self._announced.discard(session_id)
@@ -404,14 +424,17 @@ class ClusterNode:
         """Remove a deleted session from the registry (no node will be assigned it again) and
         drop its event stream and lease."""
         self._owned.pop(session_id, None)
-        await self._redis.hdel(f"{self._prefix}:sessions", [session_id])
-        await self._redis.delete(
-            [
-                self._session_key(session_id, "events"),
-                self._session_key(session_id, "trimmed"),
-                self._session_key(session_id, "lease"),
-            ]
-        )
+        try:
+            await self._redis.hdel(f"{self._prefix}:sessions", [session_id])
+            await self._redis.delete(
+                [
+                    self._session_key(session_id, "events"),
+                    self._session_key(session_id, "trimmed"),
+                    self._session_key(session_id, "lease"),
+                ]
+            )
+        except _REDIS_FAILURES as exc:
+            raise ClusterUnavailable(f"Redis failed forget: {exc!r}") from exc
 
     async def _leave(self) -> None:
         owned, self._owned = self._owned, {}
@@ -475,14 +498,11 @@ class ClusterNode:
                 ],
                 args,
             )
-        except ResponseError as exc:
-            message = str(exc)
-            if message.startswith("PITRIO_STALE"):
+        except _Refused as refusal:
+            if refusal.code == "PITRIO_STALE":
                 self._lose(session_id, epoch)
                 raise StaleOwner(session_id, epoch) from None
-            if message.startswith("PITRIO_ORDER"):
-                raise UsageError(f"session {session_id!r}: {message.partition(' ')[2]}") from None
-            raise
+            raise UsageError(f"session {session_id!r}: {refusal.detail}") from None
 
     async def read_events(
         self, session_id: str, after: EventCursor | None = None
@@ -638,12 +658,12 @@ class ClusterNode:
                         count=COMMAND_BATCH,
                         block=BLOCK_MS,
                     )
-                except ResponseError as exc:
-                    if "NOGROUP" not in str(exc):
-                        raise
-                    await self._ensure_group()
-                    continue
                 except _REDIS_FAILURES as exc:
+                    if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+                        # Redis lost the group (restarted without persistence): make it anew.
+                        with suppress(*_REDIS_FAILURES):
+                            await self._ensure_group()
+                        continue
                     log.warning("cluster_command_read_failed", error=repr(exc))
                     await trio.sleep(self._ttl / 3)
                     continue
@@ -697,8 +717,8 @@ class ClusterNode:
                     previous = self._adoptions.pop(session_id)
                     try:
                         await self._adopt(session_id, previous, send)
-                    except _REDIS_FAILURES as exc:
-                        log.warning("cluster_adopt_failed", session_id=session_id, error=repr(exc))
+                    except ClusterUnavailable as exc:
+                        log.warning("cluster_adopt_failed", session_id=session_id, error=str(exc))
 
     async def _adopt(
         self, session_id: str, previous: str, send: trio.MemorySendChannel[Command]
@@ -799,8 +819,11 @@ async def open_cluster_node(
                 result_ttl=result_ttl,
             )
             await node._register()
-            await node._ensure_group()
-            await client.delete([node._node_key(node_id, "replies")])
+            try:
+                await node._ensure_group()
+                await client.delete([node._node_key(node_id, "replies")])
+            except _REDIS_FAILURES as exc:
+                raise ClusterUnavailable(f"Redis failed joining: {exc!r}") from exc
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(node._run_renewal)
@@ -817,8 +840,8 @@ async def open_cluster_node(
                     with trio.move_on_after(LEAVE_TIMEOUT, shield=True):
                         try:
                             await node._leave()
-                        except _REDIS_FAILURES as exc:
-                            log.warning("cluster_leave_failed", node_id=node_id, error=repr(exc))
+                        except ClusterUnavailable as exc:
+                            log.warning("cluster_leave_failed", node_id=node_id, error=str(exc))
     except BaseExceptionGroup as group:
         # coredis' connection pool and the node's nursery each wrap what escapes them; the
         # caller's own exception (or LeaseHeld) should read as itself.

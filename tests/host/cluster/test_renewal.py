@@ -6,7 +6,7 @@ import coredis
 import pytest
 import trio
 
-from pitrio.host.cluster import SessionLost, StaleOwner, open_cluster_node
+from pitrio.host.cluster import ClusterUnavailable, SessionLost, StaleOwner, open_cluster_node
 
 
 async def lost_events(node, count: int) -> set[SessionLost]:
@@ -21,7 +21,7 @@ async def lost_events(node, count: int) -> set[SessionLost]:
 
 async def test_redis_going_away_loses_every_session_and_appends_refuse(redis_servers, prefix):
     """When the renewal cannot reach Redis, every owned session is lost and its appends raise
-    StaleOwner without reaching Redis."""
+    StaleOwner without reaching Redis; a read raises ClusterUnavailable."""
     server = redis_servers.start()
     async with open_cluster_node(
         server.url, node_id="a", address="ws://a", prefix=prefix, lease_ttl=0.6
@@ -34,6 +34,9 @@ async def test_redis_going_away_loses_every_session_and_appends_refuse(redis_ser
         for sid, epoch in epochs.items():
             with pytest.raises(StaleOwner):
                 await node.append_event(sid, epoch, 1, b"after")
+        # Redis' own failures read as the layer's, not coredis'.
+        with pytest.raises(ClusterUnavailable):
+            await node.read_events("s1")
 
 
 async def test_a_vanished_membership_loses_every_session_and_the_node_rejoins(redis_url, prefix):
