@@ -51,13 +51,13 @@ For the host that drives it (``pitrio serve --cluster``), the contract in short:
 from __future__ import annotations
 
 from pitrio._publish import publish as _publish
+from pitrio.host.cluster._commands import COMMAND_BUFFER as COMMAND_BUFFER
 from pitrio.host.cluster._errors import ClusterError as ClusterError
 from pitrio.host.cluster._errors import ClusterUnavailable as ClusterUnavailable
 from pitrio.host.cluster._errors import CommandTimeout as CommandTimeout
 from pitrio.host.cluster._errors import LeaseHeld as LeaseHeld
 from pitrio.host.cluster._errors import NotAMember as NotAMember
 from pitrio.host.cluster._errors import StaleOwner as StaleOwner
-from pitrio.host.cluster._node import COMMAND_BUFFER as COMMAND_BUFFER
 from pitrio.host.cluster._node import OWNERSHIP_BUFFER as OWNERSHIP_BUFFER
 from pitrio.host.cluster._node import REPLAY_SIZE as REPLAY_SIZE
 from pitrio.host.cluster._node import RESULT_TTL as RESULT_TTL

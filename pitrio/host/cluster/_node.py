@@ -1,8 +1,8 @@
-"""A cluster node: membership and session leases, fenced event streams, routed commands.
+"""A cluster node: membership and session leases, fenced event streams, and the entry points
+of routed commands (their machinery is ``_commands.CommandRouter``).
 
-Kept in one module: the node's background tasks (renewal, ownership events, command reader,
-reply reader, adopter) share its lease state, which must change in one place so that a lost
-lease stops every write at once.
+Kept in one module: the renewal, the claims and the fenced writes share the node's lease
+state, which must change in one place so that a lost lease stops every write at once.
 
 Redis key layout (``P`` is the prefix, default ``pitrio``):
 
@@ -23,25 +23,24 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import coredis
 import structlog
 import trio
-from coredis.exceptions import RedisError, ResponseError
 from coredis.retry import NoRetryPolicy
 
 from pitrio._exceptions import UsageError, unwrap_group
-from pitrio.host.cluster import _scripts
+from pitrio.host.cluster._commands import COMMAND_GROUP, CommandRouter
 from pitrio.host.cluster._errors import (
     ClusterUnavailable,
-    CommandTimeout,
     LeaseHeld,
     NotAMember,
     StaleOwner,
 )
+from pitrio.host.cluster._scripts import REDIS_FAILURES, Refused, ScriptRunner
 from pitrio.host.cluster._types import (
     Command,
     EventCursor,
@@ -63,42 +62,9 @@ RESULT_TTL: Final = 300.0
 OWNERSHIP_BUFFER: Final = 64
 """Ownership events waiting for the host; pending ones beyond it wait in a per-session map
 (at most one per session and kind), so a slow host never stalls lease renewal."""
-COMMAND_BUFFER: Final = 64
-"""Commands read from the node's stream waiting for the host; when full the reader stops
-reading (they stay in Redis, undelivered), which is the backpressure."""
-COMMAND_BATCH: Final = 64
-"""Entries asked for per XREADGROUP / XREAD of the command and reply readers."""
-BLOCK_MS: Final = 5000
-"""Longest a blocking stream read waits before it is issued again; new entries end it sooner."""
-REPLY_STREAM_MAXLEN: Final = 4096
-"""Replies kept in a gateway's reply stream; its reader consumes them as they arrive."""
 LEAVE_TIMEOUT: Final = 2.0
 """Seconds a closing node spends releasing its leases (shielded) before giving up; the leases
 then expire on their own."""
-RECENT_RESULTS: Final = 1024
-"""Results of the last commands this node ran, kept to answer a late duplicate without running
-it again (Redis keeps every result for ``result_ttl``; this saves the lookup)."""
-COMMAND_GROUP: Final = "pitrio"
-"""The consumer group on every node's command stream."""
-
-_REDIS_FAILURES: Final = (RedisError, OSError)
-
-
-class _Refused(Exception):
-    """A script's own refusal (``PITRIO_<CODE> detail``); never leaves this module."""
-
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(code, detail)
-        self.code = code
-        self.detail = detail
-
-
-class _Reply:
-    """A gateway's slot for one command's reply."""
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.value = b""
 
 
 class ClusterNode:
@@ -143,7 +109,6 @@ class ClusterNode:
         self._announced: set[str] = set()
         self._skip_leave = False
         self._takeovers = 0
-        self._commands_served = 0
         self._command_lag = 0
         self._watchers: set[Watcher] = set()
         self._watch_counter = 0
@@ -152,30 +117,16 @@ class ClusterNode:
         self._events_send, self._events_receive = trio.open_memory_channel[OwnershipEvent](
             OWNERSHIP_BUFFER
         )
-        self._commands_send, self._commands_receive = trio.open_memory_channel[Command](
-            COMMAND_BUFFER
+        self._scripts = ScriptRunner(redis)
+        self._router = CommandRouter(
+            redis,
+            self._scripts,
+            node_id=node_id,
+            prefix=prefix,
+            retry_delay=lease_ttl / 3,
+            result_ttl=max(1, round(result_ttl)),
+            reply_stream_ttl_ms=max(self._ttl_ms * 12, 60_000),
         )
-        self._in_flight: dict[str, list[tuple[str, bytes, str]]] = {}
-        self._recent_results: dict[str, bytes] = {}
-        self._waiters: dict[str, list[_Reply]] = {}
-        self._adoptions: dict[str, str] = {}
-        self._adoptions_ready = trio.Event()
-        self._scripts = {
-            name: redis.register_script(getattr(_scripts, name))
-            for name in (
-                "REGISTER",
-                "RENEW",
-                "CLAIM",
-                "RELEASE",
-                "LEAVE",
-                "APPEND",
-                "READ",
-                "LAST_IDS",
-                "SEND",
-                "REPLY",
-                "ADOPT",
-            )
-        }
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -189,17 +140,7 @@ class ClusterNode:
         return f"{epoch}|{self.node_id}|{self._token}"
 
     async def _call(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        """Run one script; its refusals become :class:`_Refused`, Redis' failures
-        :class:`ClusterUnavailable` (coredis' exceptions stay inside this layer)."""
-        try:
-            return await self._scripts[name](keys=list(keys), args=list(args))
-        except ResponseError as exc:
-            code, _, detail = str(exc).partition(" ")
-            if code.startswith("PITRIO_"):
-                raise _Refused(code, detail) from None
-            raise ClusterUnavailable(f"Redis failed {name.lower()}: {exc}") from exc
-        except _REDIS_FAILURES as exc:
-            raise ClusterUnavailable(f"Redis unreachable ({name.lower()}): {exc!r}") from exc
+        return await self._scripts.call(name, keys, args)
 
     # -- membership ------------------------------------------------------------------------
 
@@ -234,7 +175,7 @@ class ClusterNode:
                 [self._node_key(self.node_id, "lease"), f"{self._prefix}:nodes"],
                 [self._lease_value, self._ttl_ms, self.node_id, self._previous_lease_value],
             )
-        except _Refused:
+        except Refused:
             raise LeaseHeld(self.node_id, self.node_id) from None
         self._member = True
         self._valid_until = trio.current_time() + self._ttl
@@ -378,7 +319,7 @@ class ClusterNode:
                     self._prefix,
                 ],
             )
-        except _Refused as refusal:
+        except Refused as refusal:
             if refusal.code == "PITRIO_HELD":
                 raise LeaseHeld(session_id, refusal.detail) from None
             self._lose_all()
@@ -389,12 +330,10 @@ class ClusterNode:
         previous = previous.decode()
         if previous and previous != self.node_id:
             self._takeovers += 1
-            self._adoptions[session_id] = previous
-            self._adoptions_ready.set()
+            self._router.adopt(session_id, previous)
         elif previous == self.node_id and epoch > 1:
             # Our own earlier incarnation (same node id) may have left commands pending.
-            self._adoptions[session_id] = previous
-            self._adoptions_ready.set()
+            self._router.adopt(session_id, previous)
         log.info(
             "cluster_session_claimed", node_id=self.node_id, session_id=session_id, epoch=epoch
         )
@@ -433,7 +372,7 @@ class ClusterNode:
                     self._session_key(session_id, "lease"),
                 ]
             )
-        except _REDIS_FAILURES as exc:
+        except REDIS_FAILURES as exc:
             raise ClusterUnavailable(f"Redis failed forget: {exc!r}") from exc
 
     async def _leave(self) -> None:
@@ -498,7 +437,7 @@ class ClusterNode:
                 ],
                 args,
             )
-        except _Refused as refusal:
+        except Refused as refusal:
             if refusal.code == "PITRIO_STALE":
                 self._lose(session_id, epoch)
                 raise StaleOwner(session_id, epoch) from None
@@ -539,7 +478,7 @@ class ClusterNode:
             self._redis,
             event_key=functools.partial(self._session_key, what="events"),
             wake_key=wake_key,
-            last_ids=self._scripts["LAST_IDS"],
+            last_ids=self._scripts.script("LAST_IDS"),
         )
         self._watchers.add(watcher)
         try:
@@ -552,7 +491,7 @@ class ClusterNode:
         finally:
             self._watchers.discard(watcher)
             with trio.move_on_after(LEAVE_TIMEOUT, shield=True):
-                with suppress(*_REDIS_FAILURES):
+                with suppress(*REDIS_FAILURES):
                     await self._redis.delete([wake_key])
 
     # -- commands --------------------------------------------------------------------------
@@ -576,28 +515,11 @@ class ClusterNode:
             CommandTimeout: no reply within ``timeout`` seconds; retry with the same
                 ``request_id``.
             NotAMember: no live node is known to route to.
+            ClusterUnavailable: Redis failed the send.
         """
         fallback = self.owner_of(session_id).node_id
-        waiter = _Reply()
-        self._waiters.setdefault(request_id, []).append(waiter)
-        try:
-            with trio.move_on_after(timeout):
-                done, value = await self._call(
-                    "SEND",
-                    [f"{self._prefix}:r:{request_id}", self._session_key(session_id, "lease")],
-                    [fallback, self._prefix, session_id, request_id, self.node_id, command],
-                )
-                if done:
-                    return cast(bytes, value)
-                await waiter.done.wait()
-                return waiter.value
-            raise CommandTimeout(session_id, request_id)
-        finally:
-            waiters = self._waiters.get(request_id, [])
-            if waiter in waiters:
-                waiters.remove(waiter)
-            if not waiters:
-                self._waiters.pop(request_id, None)
+        deadline = trio.current_time() + timeout
+        return await self._router.send(session_id, request_id, command, deadline, fallback)
 
     def commands(self) -> trio.MemoryReceiveChannel[Command]:
         """The channel of commands routed to this node (one consumer: the host).
@@ -607,153 +529,7 @@ class ClusterNode:
         replies with an error. Duplicates of a request id still in flight here are not
         yielded again: they get the first one's reply.
         """
-        return self._commands_receive
-
-    async def _reply(self, request_id: str, result: bytes) -> None:
-        targets = self._in_flight.pop(request_id, None)
-        if not targets:
-            return
-        stored = await self._write_reply(request_id, result, targets)
-        self._commands_served += 1
-        # A retry XADDed before the result was stored can still be read after this reply:
-        # remembering the result answers it without a second run (or a round trip).
-        self._recent_results[request_id] = stored
-        while len(self._recent_results) > RECENT_RESULTS:
-            del self._recent_results[next(iter(self._recent_results))]
-
-    async def _write_reply(
-        self, request_id: str, result: bytes, targets: Iterable[tuple[str, bytes, str]]
-    ) -> bytes:
-        args: list[Any] = [
-            result,
-            self._result_ttl,
-            self._prefix,
-            COMMAND_GROUP,
-            request_id,
-            max(self._ttl_ms * 12, 60_000),
-            REPLY_STREAM_MAXLEN,
-        ]
-        for stream, entry_id, gateway in targets:
-            args += [stream, entry_id, gateway]
-        return cast(bytes, await self._call("REPLY", [f"{self._prefix}:r:{request_id}"], args))
-
-    async def _ensure_group(self) -> None:
-        try:
-            await self._redis.xgroup_create(
-                self._node_key(self.node_id, "commands"), COMMAND_GROUP, "0", mkstream=True
-            )
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
-
-    async def _run_commands(self) -> None:
-        stream = self._node_key(self.node_id, "commands")
-        with self._commands_send:
-            while True:
-                try:
-                    reply = await self._redis.xreadgroup(
-                        COMMAND_GROUP,
-                        self.node_id,
-                        {stream: ">"},
-                        count=COMMAND_BATCH,
-                        block=BLOCK_MS,
-                    )
-                except _REDIS_FAILURES as exc:
-                    if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
-                        # Redis lost the group (restarted without persistence): make it anew.
-                        with suppress(*_REDIS_FAILURES):
-                            await self._ensure_group()
-                        continue
-                    log.warning("cluster_command_read_failed", error=repr(exc))
-                    await trio.sleep(self._ttl / 3)
-                    continue
-                for entries in (reply or {}).values():
-                    for entry in entries:
-                        fields = entry.field_values
-                        await self._deliver_entry(stream, entry.identifier, fields)
-
-    async def _deliver_entry(self, stream: str, entry_id: Any, fields: Any) -> None:
-        await self._take(
-            self._commands_send,
-            (stream, bytes(entry_id), fields[b"g"].decode()),
-            fields[b"s"].decode(),
-            fields[b"r"].decode(),
-            bytes(fields[b"p"]),
-        )
-
-    async def _take(
-        self,
-        send: trio.MemorySendChannel[Command],
-        target: tuple[str, bytes, str],
-        session_id: str,
-        request_id: str,
-        payload: bytes,
-    ) -> None:
-        """Hand one command stream entry to the host, unless its request already has a result
-        here (answer with it) or is running here (answer it with that run's result)."""
-        recent = self._recent_results.get(request_id)
-        if recent is not None:
-            await self._write_reply(request_id, recent, [target])
-            return
-        waiting = self._in_flight.get(request_id)
-        if waiting is not None:
-            waiting.append(target)
-            return
-        self._in_flight[request_id] = [target]
-        await send.send(
-            Command(
-                session_id, request_id, payload, reply=functools.partial(self._reply, request_id)
-            )
-        )
-
-    async def _run_adopter(self) -> None:
-        send = self._commands_send.clone()
-        with send:
-            while True:
-                await self._adoptions_ready.wait()
-                self._adoptions_ready = trio.Event()
-                while self._adoptions:
-                    session_id = next(iter(self._adoptions))
-                    previous = self._adoptions.pop(session_id)
-                    try:
-                        await self._adopt(session_id, previous, send)
-                    except ClusterUnavailable as exc:
-                        log.warning("cluster_adopt_failed", session_id=session_id, error=str(exc))
-
-    async def _adopt(
-        self, session_id: str, previous: str, send: trio.MemorySendChannel[Command]
-    ) -> None:
-        stream = self._node_key(previous, "commands")
-        flat = await self._call("ADOPT", [stream], [session_id, self._prefix])
-        for i in range(0, len(flat), 6):
-            entry_id, request_id, gateway, payload, has_result, result = flat[i : i + 6]
-            target = (stream, bytes(entry_id), gateway.decode())
-            request = request_id.decode()
-            if has_result:
-                await self._write_reply(request, bytes(result), [target])
-                continue
-            log.info("cluster_command_adopted", session_id=session_id, request_id=request)
-            await self._take(send, target, session_id, request, bytes(payload))
-
-    async def _run_replies(self) -> None:
-        stream = self._node_key(self.node_id, "replies")
-        cursor: Any = "0-0"
-        while True:
-            try:
-                reply = await self._redis.xread(
-                    {stream: cursor}, count=COMMAND_BATCH, block=BLOCK_MS
-                )
-            except _REDIS_FAILURES as exc:
-                log.warning("cluster_reply_read_failed", error=repr(exc))
-                await trio.sleep(self._ttl / 3)
-                continue
-            for entries in (reply or {}).values():
-                for entry in entries:
-                    cursor = entry.identifier
-                    fields = cast("dict[bytes, bytes]", entry.field_values)
-                    for waiter in self._waiters.get(fields[b"r"].decode(), []):
-                        waiter.value = fields[b"v"]
-                        waiter.done.set()
+        return self._router.commands()
 
     # -- metrics ---------------------------------------------------------------------------
 
@@ -772,7 +548,7 @@ class ClusterNode:
             "watch_backlog": sum(w.backlog() for w in self._watchers),
             "takeovers": self._takeovers,
             "stream_lag": self._command_lag,
-            "commands_served": self._commands_served,
+            "commands_served": self._router.served,
             "live_nodes": len(self._members),
         }
 
@@ -820,17 +596,17 @@ async def open_cluster_node(
             )
             await node._register()
             try:
-                await node._ensure_group()
+                await node._router.ensure_group()
                 await client.delete([node._node_key(node_id, "replies")])
-            except _REDIS_FAILURES as exc:
+            except REDIS_FAILURES as exc:
                 raise ClusterUnavailable(f"Redis failed joining: {exc!r}") from exc
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(node._run_renewal)
                     nursery.start_soon(node._run_events)
-                    nursery.start_soon(node._run_commands)
-                    nursery.start_soon(node._run_replies)
-                    nursery.start_soon(node._run_adopter)
+                    nursery.start_soon(node._router.run_commands)
+                    nursery.start_soon(node._router.run_replies)
+                    nursery.start_soon(node._router.run_adopter)
                     try:
                         yield node
                     finally:

@@ -11,7 +11,69 @@ different holder.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
+
+import coredis
+from coredis.exceptions import RedisError, ResponseError
+
+from pitrio.host.cluster._errors import ClusterUnavailable
+
+REDIS_FAILURES: Final = (RedisError, OSError)
+"""What coredis raises when Redis cannot be reached or fails a request."""
+
+
+class Refused(Exception):
+    """A script's own refusal (``PITRIO_<CODE> detail``); never leaves the cluster layer."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(code, detail)
+        self.code = code
+        self.detail = detail
+
+
+class ScriptRunner:
+    """The scripts of this module, registered on one client, run by name."""
+
+    def __init__(self, redis: coredis.Redis[bytes]) -> None:
+        self._scripts = {
+            name: redis.register_script(globals()[name])
+            for name in (
+                "REGISTER",
+                "RENEW",
+                "CLAIM",
+                "RELEASE",
+                "LEAVE",
+                "APPEND",
+                "READ",
+                "LAST_IDS",
+                "SEND",
+                "REPLY",
+                "ADOPT",
+            )
+        }
+
+    async def call(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """Run one script (EVALSHA, loading it when Redis lacks it).
+
+        Raises:
+            Refused: the script refused (its ``PITRIO_*`` error reply).
+            ClusterUnavailable: Redis could not be reached or failed the script.
+        """
+        try:
+            return await self._scripts[name](keys=list(keys), args=list(args))
+        except ResponseError as exc:
+            code, _, detail = str(exc).partition(" ")
+            if code.startswith("PITRIO_"):
+                raise Refused(code, detail) from None
+            raise ClusterUnavailable(f"Redis failed {name.lower()}: {exc}") from exc
+        except REDIS_FAILURES as exc:
+            raise ClusterUnavailable(f"Redis unreachable ({name.lower()}): {exc!r}") from exc
+
+    def script(self, name: str) -> Any:
+        """The registered script object (for a caller with its own error handling)."""
+        return self._scripts[name]
+
 
 _ID_HELPERS: Final = """
 local function parse_id(id)
