@@ -9,7 +9,7 @@ import pytest
 
 from redis_server import redis_servers
 
-__all__ = ["redis_servers"]
+__all__ = ["redis_servers"]  # the fixture: importing it registers it here
 
 
 @pytest.fixture
