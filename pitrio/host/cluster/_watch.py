@@ -9,8 +9,9 @@ import coredis
 import structlog
 import trio
 from coredis.commands.script import Script
-from coredis.exceptions import RedisError
 
+from pitrio.host.cluster._errors import ClusterUnavailable
+from pitrio.host.cluster._scripts import REDIS_FAILURES
 from pitrio.host.cluster._types import EventCursor, WatchedEvent
 
 log = structlog.get_logger(__name__)
@@ -92,7 +93,10 @@ class Watcher:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Read until cancelled (the watcher's nursery runs it and the waker)."""
-        await self._redis.delete([self._wake_key])
+        try:
+            await self._redis.delete([self._wake_key])
+        except REDIS_FAILURES as exc:
+            raise ClusterUnavailable(f"Redis failed opening a watcher: {exc!r}") from exc
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_waker)
             task_status.started()
@@ -111,7 +115,7 @@ class Watcher:
                     threshold=16,
                     trim_operator=coredis.PureToken.APPROXIMATELY,
                 )
-            except (RedisError, OSError) as exc:
+            except REDIS_FAILURES as exc:
                 log.warning("cluster_watch_wake_failed", error=repr(exc))
 
     async def _resolve_new(self) -> None:
@@ -133,7 +137,7 @@ class Watcher:
                 for session_id, cursor in asked.items():
                     streams[self._event_key(session_id)] = cursor
                 reply = await self._redis.xread(streams, count=WATCH_COUNT, block=WATCH_BLOCK_MS)
-            except (RedisError, OSError) as exc:
+            except REDIS_FAILURES as exc:
                 log.warning("cluster_watch_read_failed", error=repr(exc))
                 await trio.sleep(RETRY_DELAY)
                 continue
