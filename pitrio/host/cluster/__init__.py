@@ -50,6 +50,13 @@ For the host that drives it (``pitrio serve --cluster``), the contract in short:
 
 from __future__ import annotations
 
+try:
+    import coredis as _coredis
+except ImportError as _missing:  # pragma: no cover - only without the optional extra
+    raise ImportError(
+        "pitrio.host.cluster needs coredis: pip install 'pitrio[cluster]'"
+    ) from _missing
+
 from pitrio._publish import publish as _publish
 from pitrio.host.cluster._commands import COMMAND_BUFFER as COMMAND_BUFFER
 from pitrio.host.cluster._errors import ClusterError as ClusterError
@@ -99,4 +106,5 @@ __all__ = [
     "rendezvous_owner",
 ]
 
+del _coredis
 _publish(globals(), __all__)
