@@ -19,7 +19,9 @@ For the host that drives it (``pitrio serve --cluster``), the contract in short:
   registry). ``node.ownership_events()`` is a channel of ``SessionAssigned(sid)`` (claim it:
   reload from the shared session file, close the interrupted turn, continue the seq at the new
   epoch) and ``SessionLost(sid, epoch)`` (stop the session's actor; its writes already refuse).
-  Claiming again after a loss always gives a new epoch.
+  Claiming again after a loss always gives a new epoch. Two nodes whose membership views
+  differ for a moment can both be assigned a session: one claim wins, the other raises
+  ``LeaseHeld`` (ignore it). ``await node.holder_of(sid)`` reads who holds a lease now.
 - Events: ``await node.append_events(sid, epoch, [(seq, payload), ...])``, one round trip per
   batch; ``StaleOwner`` when fenced (stop the session), ``UsageError`` for a seq not above the
   last. Seqs must increase within an epoch; across epochs an entry id ``epoch-seq`` is above

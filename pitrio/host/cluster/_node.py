@@ -339,6 +339,23 @@ class ClusterNode:
         )
         return epoch
 
+    async def holder_of(self, session_id: str) -> NodeInfo | None:
+        """The node holding the session's lease now (read from Redis), or None when nobody
+        does. Its address is the membership view's (empty if that node is not in it).
+
+        Raises:
+            ClusterUnavailable: Redis could not be read.
+        """
+        try:
+            lease = await self._redis.get(self._session_key(session_id, "lease"))
+        except REDIS_FAILURES as exc:
+            raise ClusterUnavailable(f"Redis failed reading a lease: {exc!r}") from exc
+        if lease is None:
+            return None
+        node_id = lease.decode().split("|")[1]
+        known = {node.node_id: node for node in self._members}
+        return known.get(node_id, NodeInfo(node_id, ""))
+
     def owns(self, session_id: str) -> bool:
         """Whether this node holds the session's lease (as of its last renewal or claim)."""
         return session_id in self._owned and trio.current_time() < self._valid_until

@@ -51,8 +51,11 @@ async def test_takeover_fences_the_old_owner_before_and_after_the_new_owners_wri
         open_cluster_node(redis_url, node_id="a", address="ws://a", prefix=prefix) as a,
         open_cluster_node(redis_url, node_id="b", address="ws://b", prefix=prefix) as b,
     ):
+        assert await b.holder_of("s1") is None
         epoch_a = await a.claim("s1")
         assert epoch_a == 1
+        await b.refresh()
+        assert await b.holder_of("s1") == NodeInfo("a", "ws://a")
         await a.append_events("s1", epoch_a, [(0, b"a0"), (1, b"a1")])
         with pytest.raises(LeaseHeld):
             await b.claim("s1")
