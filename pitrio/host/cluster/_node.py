@@ -61,7 +61,7 @@ RESULT_TTL: Final = 300.0
 """Seconds a command's result stays stored: the window in which a retry returns it."""
 OWNERSHIP_BUFFER: Final = 64
 """Ownership events waiting for the host; pending ones beyond it wait in a per-session map
-(at most one per session and kind), so a slow host never stalls lease renewal."""
+(at most one per session, kind and epoch), so a slow host never stalls lease renewal."""
 LEAVE_TIMEOUT: Final = 2.0
 """Seconds a closing node spends releasing its leases (shielded) before giving up; the leases
 then expire on their own."""
@@ -78,6 +78,9 @@ class ClusterNode:
     Placement: :meth:`owner_of` is rendezvous hashing over the live nodes; a session only moves
     when its owner dies or releases it (a live owner keeps it even if a new node would now win
     it), and the node it then lands on gets :class:`SessionAssigned`.
+
+    Resource handling: the channels of :meth:`ownership_events` and :meth:`commands` end when
+    the node's block exits.
     """
 
     def __init__(
@@ -98,7 +101,6 @@ class ClusterNode:
         self._ttl_ms = max(1, round(lease_ttl * 1000))
         self._prefix = prefix
         self._replay_size = replay_size
-        self._result_ttl = max(1, round(result_ttl))
         self._token = secrets.token_hex(8)
         self._lease_value = f"{self._token}|{address}"
         self._previous_lease_value = ""
@@ -597,8 +599,12 @@ async def open_cluster_node(
 
     Raises:
         LeaseHeld: a live node already uses ``node_id``.
+        ClusterUnavailable: Redis could not be reached.
+        UsageError: ``node_id`` contains ``|``.
     """
     node_id = node_id or secrets.token_hex(8)
+    if "|" in node_id:
+        raise UsageError(f"a node id cannot contain '|' (it separates lease fields): {node_id!r}")
     client: coredis.Redis[bytes] = coredis.Redis.from_url(url, retry_policy=NoRetryPolicy())
     try:
         async with client:
