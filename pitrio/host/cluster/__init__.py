@@ -39,9 +39,11 @@ For the host that drives it (``pitrio serve --cluster``), the contract in short:
   the same request id (the result, once stored, is returned without running again). Replies
   come back on the gateway's own reply stream. The owner side: ``async for command in
   node.commands()`` then ``await command.reply(result)`` exactly once. A command can arrive for
-  a session this node does not own (routed by placement, or just before a takeover): claim it
-  or reply with an error. When a node claims a session from a dead owner it adopts that
-  owner's pending commands for it; they come out of ``node.commands()`` too.
+  a session nobody live holds (routed by placement): claim it, then run it (one for a session
+  another live node holds is forwarded there by the node itself). When a node claims a
+  session from a dead owner it adopts that owner's pending commands for it; they come out of
+  ``node.commands()`` too, as do the commands an earlier incarnation of the same node id took
+  and never answered.
 - ``node.metrics()`` for ``/metrics``.
 - Time: leases are checked locally against ``trio.current_time()``; run nodes on the real
   clock (an autojump clock races ahead while a task waits on Redis).

@@ -16,7 +16,7 @@ from typing import Any, Final, cast
 import coredis
 import structlog
 import trio
-from coredis.exceptions import ResponseError
+from coredis.exceptions import StreamConsumerGroupError, StreamDuplicateConsumerGroupError
 
 from pitrio.host.cluster._errors import ClusterUnavailable, CommandTimeout
 from pitrio.host.cluster._scripts import REDIS_FAILURES, ScriptRunner
@@ -69,8 +69,10 @@ class CommandRouter:
         retry_delay: float,
         result_ttl: int,
         reply_stream_ttl_ms: int,
+        owns: Callable[[str], bool],
     ) -> None:
         self._redis = redis
+        self._owns = owns
         self._scripts = scripts
         self._node_id = node_id
         self._prefix = prefix
@@ -156,30 +158,32 @@ class CommandRouter:
     async def ensure_group(self) -> None:
         """Create this node's command stream and its consumer group (reading from the start:
         an earlier incarnation's undelivered commands are read too)."""
-        try:
+        with suppress(StreamDuplicateConsumerGroupError):
             await self._redis.xgroup_create(
                 self._stream(self._node_id, "commands"), COMMAND_GROUP, "0", mkstream=True
             )
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
 
     async def run_commands(self) -> None:
         """Read this node's command stream (as its consumer group's one consumer) and hand
-        each command to the host."""
+        each command to the host, or forward it to the live node that now holds its session.
+
+        It starts with the entries still pending for this node id (taken by an earlier
+        incarnation that died before answering), then reads new ones.
+        """
         stream = self._stream(self._node_id, "commands")
+        position: Any = "0"  # an id: pending entries after it; ">": new entries
         with self._send:
             while True:
                 try:
                     reply = await self._redis.xreadgroup(
                         COMMAND_GROUP,
                         self._node_id,
-                        {stream: ">"},
+                        {stream: position},
                         count=COMMAND_BATCH,
-                        block=BLOCK_MS,
+                        block=None if position != ">" else BLOCK_MS,
                     )
                 except REDIS_FAILURES as exc:
-                    if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+                    if isinstance(exc, StreamConsumerGroupError):
                         # Redis lost the group (restarted without persistence): make it anew.
                         with suppress(*REDIS_FAILURES):
                             await self.ensure_group()
@@ -187,21 +191,42 @@ class CommandRouter:
                     log.warning("cluster_command_read_failed", error=repr(exc))
                     await trio.sleep(self._retry_delay)
                     continue
-                for entries in (reply or {}).values():
-                    for entry in entries:
-                        fields = cast("dict[bytes, bytes]", entry.field_values)
-                        entry_id = cast(bytes, entry.identifier)
-                        try:
-                            await self._take(
-                                self._send,
-                                (stream, entry_id, fields[b"g"].decode()),
-                                fields[b"s"].decode(),
-                                fields[b"r"].decode(),
-                                fields[b"p"],
-                            )
-                        except ClusterUnavailable as exc:
-                            # Left pending in the group: the session's next owner adopts it.
-                            log.warning("cluster_command_take_failed", error=str(exc))
+                entries = [e for batch in (reply or {}).values() for e in batch]
+                if position != ">":
+                    # Paging through the pending entries; once a page is short, all are read.
+                    position = entries[-1].identifier if len(entries) == COMMAND_BATCH else ">"
+                for entry in entries:
+                    if not entry.field_values:
+                        continue  # pending, but deleted from the stream since
+                    fields = cast("dict[bytes, bytes]", entry.field_values)
+                    try:
+                        await self._handle(stream, cast(bytes, entry.identifier), fields)
+                    except ClusterUnavailable as exc:
+                        # Left pending in the group: the session's next owner adopts it.
+                        log.warning("cluster_command_take_failed", error=str(exc))
+
+    async def _handle(self, stream: str, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
+        session_id = fields[b"s"].decode()
+        target = (stream, entry_id, fields[b"g"].decode())
+        if not self._owns(session_id):
+            holder = await self._scripts.call(
+                "FORWARD",
+                [f"{self._prefix}:s:{session_id}:lease"],
+                [
+                    self._prefix,
+                    self._node_id,
+                    stream,
+                    COMMAND_GROUP,
+                    entry_id,
+                    fields[b"s"],
+                    fields[b"r"],
+                    fields[b"g"],
+                    fields[b"p"],
+                ],
+            )
+            if holder:
+                return
+        await self._take(self._send, target, session_id, fields[b"r"].decode(), fields[b"p"])
 
     async def run_adopter(self) -> None:
         """Adopt the pending commands of the sessions queued by :meth:`adopt`."""
@@ -222,7 +247,7 @@ class CommandRouter:
         self, session_id: str, previous: str, send: trio.MemorySendChannel[Command]
     ) -> None:
         stream = self._stream(previous, "commands")
-        flat = await self._scripts.call("ADOPT", [stream], [session_id, self._prefix])
+        flat = await self._scripts.call("ADOPT", [stream], [session_id, self._prefix, previous])
         for i in range(0, len(flat), 6):
             entry_id, request_id, gateway, payload, has_result, result = flat[i : i + 6]
             target = (stream, bytes(entry_id), gateway.decode())

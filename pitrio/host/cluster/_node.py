@@ -128,6 +128,7 @@ class ClusterNode:
             retry_delay=lease_ttl / 3,
             result_ttl=max(1, round(result_ttl)),
             reply_stream_ttl_ms=max(self._ttl_ms * 12, 60_000),
+            owns=self.owns,
         )
 
     # -- keys ------------------------------------------------------------------------------
@@ -331,10 +332,9 @@ class ClusterNode:
         self._announced.discard(session_id)
         previous = previous.decode()
         if previous and previous != self.node_id:
+            # (An earlier incarnation of this node id left its pending commands in this
+            # node's own stream: the command reader rereads those when the node opens.)
             self._takeovers += 1
-            self._router.adopt(session_id, previous)
-        elif previous == self.node_id and epoch > 1:
-            # Our own earlier incarnation (same node id) may have left commands pending.
             self._router.adopt(session_id, previous)
         log.info(
             "cluster_session_claimed", node_id=self.node_id, session_id=session_id, epoch=epoch
@@ -543,10 +543,10 @@ class ClusterNode:
     def commands(self) -> trio.MemoryReceiveChannel[Command]:
         """The channel of commands routed to this node (one consumer: the host).
 
-        A command can be for a session this node does not own (routed by placement while
-        nobody held it, or sent just before a takeover): the host claims the session or
-        replies with an error. Duplicates of a request id still in flight here are not
-        yielded again: they get the first one's reply.
+        A command for a session another live node holds (sent just before a handoff) is
+        forwarded there, not yielded. One for a session nobody live holds (routed by placement)
+        is yielded: the host claims the session, then runs it. Duplicates of a request id still
+        in flight here are not yielded again: they get the first one's reply.
         """
         return self._router.commands()
 

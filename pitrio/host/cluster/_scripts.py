@@ -50,6 +50,7 @@ class ScriptRunner:
                 "SEND",
                 "REPLY",
                 "ADOPT",
+                "FORWARD",
             )
         }
 
@@ -308,9 +309,12 @@ return stored
 """
 
 ADOPT: Final = """
--- KEYS[1] a dead owner's command stream; ARGV[1] session id, ARGV[2] prefix
+-- KEYS[1] the previous owner's command stream; ARGV[1] session id, ARGV[2] prefix,
+-- ARGV[3] previous owner's node id
 -- returns its entries for that session: flat {id, request id, gateway, payload, has result, result}
+-- (nothing while the previous owner is live: it forwards what it no longer owns)
 local out = {}
+if redis.call('EXISTS', ARGV[2] .. ':n:' .. ARGV[3] .. ':lease') == 1 then return out end
 if redis.call('EXISTS', KEYS[1]) == 0 then return out end
 for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
   local f = {}
@@ -327,4 +331,22 @@ for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
   end
 end
 return out
+"""
+
+FORWARD: Final = """
+-- KEYS[1] session lease; ARGV[1] prefix, ARGV[2] this node's id, ARGV[3] its command stream,
+-- ARGV[4] group, ARGV[5] entry id, ARGV[6..9] the entry's s, r, g, p
+-- moves the entry to the live lease holder's command stream; returns its id, or '' when the
+-- session has no live holder other than this node (the entry stays, for this node's host)
+local lease = redis.call('GET', KEYS[1])
+if not lease then return '' end
+local holder = string.match(lease, '^%d+|([^|]*)|')
+if holder == ARGV[2] or redis.call('EXISTS', ARGV[1] .. ':n:' .. holder .. ':lease') == 0 then
+  return ''
+end
+redis.call('XADD', ARGV[1] .. ':n:' .. holder .. ':commands', '*',
+  's', ARGV[6], 'r', ARGV[7], 'g', ARGV[8], 'p', ARGV[9])
+redis.call('XACK', ARGV[3], ARGV[4], ARGV[5])
+redis.call('XDEL', ARGV[3], ARGV[5])
+return holder
 """

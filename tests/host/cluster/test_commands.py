@@ -128,3 +128,54 @@ async def test_a_dead_owners_pending_command_is_answered_once_by_the_new_owner(r
         assert runs == [("r1", b"work")]
         assert b.metrics()["takeovers"] == 1
         nursery.cancel_scope.cancel()
+
+
+async def test_a_command_for_a_session_another_live_node_holds_is_forwarded(redis_url, prefix):
+    """A command that reached a node after its session moved to another live node (sent just
+    before the handoff) is forwarded to the holder, which gets it; the first node's host
+    never sees it."""
+    async with (
+        open_cluster_node(redis_url, node_id="a", address="ws://a", prefix=prefix) as a,
+        open_cluster_node(redis_url, node_id="b", address="ws://b", prefix=prefix) as b,
+    ):
+        await a.claim("s")
+        await a.release("s")
+        await b.claim("s")
+        async with coredis.Redis.from_url(redis_url) as redis:
+            # As if a gateway had routed it to "a" just before the handoff.
+            await redis.xadd(
+                f"{prefix}:n:a:commands", {"s": "s", "r": "r1", "g": "gw", "p": b"late"}
+            )
+        with trio.fail_after(10):
+            command = await b.commands().receive()
+        assert (command.session_id, command.request_id, command.payload) == ("s", "r1", b"late")
+        assert a.commands().statistics().current_buffer_used == 0
+
+
+async def test_a_restarted_node_reruns_what_its_earlier_incarnation_took(redis_url, prefix):
+    """Commands a node took and never answered before it died come out of the commands of
+    the next node opened with the same id."""
+    async with open_cluster_node(
+        redis_url, node_id="gw", address="ws://g", prefix=prefix
+    ) as gateway:
+        async with open_cluster_node(redis_url, node_id="a", address="ws://a", prefix=prefix) as a:
+            await a.claim("s")
+
+            async def send_once() -> None:
+                with pytest.raises(CommandTimeout):
+                    await gateway.send_command("s", "r1", b"work", timeout=1.0)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send_once)
+                with trio.fail_after(10):
+                    assert (await a.commands().receive()).request_id == "r1"
+            a._abandon()
+        async with coredis.Redis.from_url(redis_url) as redis:
+            await redis.delete([f"{prefix}:n:a:lease", f"{prefix}:s:s:lease"])
+        async with open_cluster_node(redis_url, node_id="a", address="ws://a", prefix=prefix) as a2:
+            assert await a2.claim("s") == 2
+            with trio.fail_after(10):
+                command = await a2.commands().receive()
+            assert (command.request_id, command.payload) == ("r1", b"work")
+            await command.reply(b"done")
+            assert await gateway.send_command("s", "r1", b"work", timeout=10) == b"done"
