@@ -5,8 +5,7 @@ session's owner, failover.
 Layering: ``cluster`` sits on nothing else in ``host`` (it does not import ``ws``; the
 websocket host drives it). It needs the optional ``coredis`` dependency (``pitrio[cluster]``),
 a Redis 6.2 or newer server (tested on 7.0; one instance, not Redis Cluster: the Lua scripts
-name keys they derive),
-and runs natively on Trio through coredis' anyio backend.
+name keys they derive), and runs natively on Trio through coredis' anyio backend.
 
 For the host that drives it (``pitrio serve --cluster``), the contract in short:
 
