@@ -1051,28 +1051,35 @@ class _Stall:
 
     Each wait for the server (the response headers, each read of the body) moves its deadline
     to ``now + seconds``, but only when it has fallen more than :data:`STALL_SLACK` behind: a
-    stream that flows costs a comparison per read, and one store per ``seconds * STALL_SLACK``
-    of streaming, instead of a cancel scope per read. The time the reader spends between two
-    reads counts as silence too; a retry's backoff and the ``on_response`` callback do not
-    (`lift`)."""
+    stream that flows costs a clock reading and a comparison per read, and one store per
+    ``seconds * STALL_SLACK`` of streaming, instead of a cancel scope per read. The time the
+    reader spends between two reads counts as silence too; a retry's backoff and the
+    ``on_response`` callback do not (`lift`).
 
-    __slots__ = ("scope", "seconds", "slack")
+    Must be built inside a Trio run (it reads the run's clock).
+    """
+
+    __slots__ = ("now", "refresh_at", "scope", "seconds", "slack")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.slack = seconds * STALL_SLACK
         self.scope = trio.CancelScope()
+        self.now = trio.lowlevel.current_clock().current_time
+        """The run's clock (``trio.current_time`` without its two calls)."""
+        self.refresh_at = -math.inf if seconds != math.inf else math.inf
+        """`arm` moves the deadline once the clock has passed this."""
 
     def arm(self) -> None:
-        seconds = self.seconds
-        if seconds != math.inf:
-            deadline = trio.current_time() + seconds
-            current = self.scope.deadline
-            if current < deadline - self.slack or current == math.inf:
-                self.scope.deadline = deadline
+        now = self.now()
+        if now > self.refresh_at:
+            self.scope.deadline = now + self.seconds
+            self.refresh_at = now + self.slack
 
     def lift(self) -> None:
         self.scope.deadline = math.inf
+        if self.seconds != math.inf:
+            self.refresh_at = -math.inf
 
 
 @asynccontextmanager
@@ -1202,6 +1209,7 @@ async def _response_events(
         chunks = response.aiter_raw() if identity else response.aiter_bytes()
         receive = functools.partial(anext, chunks, b"")
     arm = stall.arm
+    now = stall.now
     try:
         while True:
             arm()
@@ -1229,7 +1237,8 @@ async def _response_events(
                 # deadline also moves between them, so that the reader's time on a batch
                 # counts as it did when each came in a read of its own.
                 for i in range(1, len(events)):
-                    arm()
+                    if now() > stall.refresh_at:
+                        arm()
                     yield events[i]
         if sniffing:
             if not _sniff(pending, at_end=True):
