@@ -9,7 +9,10 @@ inside the block uses; hosts, the CLI and load tests open it once. Its transport
 `PooledTransport`: no limit on connections unless one is set (every concurrent stream has its
 own, and the next request reuses a finished one's keep-alive connection), each step of the pool
 O(1), HTTP/2 where a TLS server offers it, one TLS context per process, and reads with no
-cancel scope of their own. A request made with no client open gets a client of its own for
+cancel scope of their own. HTTP/1.1 is pitrio's own exchange (:mod:`._http11`: h11 parses the
+response head once, a reader of pitrio's decodes the body straight from the Trio stream), and
+:func:`open_sse` reads that body directly, with no generator between the socket and the SSE
+decoder. A request made with no client open gets a client of its own for
 that request, which is correct but cannot reuse connections. The client lives in a
 :class:`trio.lowlevel.RunVar` because its pooled connections belong to one Trio run.
 
@@ -383,8 +386,9 @@ class PooledTransport(httpx2.AsyncBaseTransport):
     streams that is most of the CPU. This pool keeps, per origin, a stack of idle HTTP/1.1
     connections (the most recently used is taken first, its expiry checked then) and a list of
     HTTP/2 connections that can take more streams; a request takes one or opens one, and the
-    response's close puts it back. Connections are httpcore2's (``AsyncHTTPConnection``), on
-    pitrio's Trio network layer (`_TrioBackend`), with one TLS context per process when the
+    response's close puts it back. Connections are `_Connection`: pitrio's HTTP/1.1 exchange,
+    or httpcore2's HTTP/2 connection when TLS negotiates ``h2``, on pitrio's Trio network
+    layer (`_TrioBackend`), with one TLS context per process when the
     default verification is used.
 
     ``limits``: ``max_connections`` bounds the open connections (a request waits for one, up

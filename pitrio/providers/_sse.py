@@ -10,7 +10,7 @@ across two reads.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 
 class SSEEvent(NamedTuple):
@@ -27,6 +27,11 @@ class SSEEvent(NamedTuple):
     data: str
     id: str | None = None
     retry: int | None = None
+
+
+_event: Final = tuple.__new__
+"""Builds an :class:`SSEEvent` from its four fields without the named tuple's Python-level
+``__new__`` (which only fills the defaults and calls this)."""
 
 
 class SSEDecoder:
@@ -83,20 +88,18 @@ class SSEDecoder:
                 if clean:
                     if block.startswith("data: "):
                         if "\n" not in block:
-                            events.append(SSEEvent("message", block[6:], last_id))
+                            events.append(_event(SSEEvent, ("message", block[6:], last_id, None)))
                             continue
-                    elif block.startswith("event: "):
-                        newline = block.find("\n")
+                    else:
+                        head, data_field, data = block.partition("\ndata: ")
                         if (
-                            newline > 0
-                            and block.startswith("data: ", newline + 1)
-                            and block.find("\n", newline + 1) < 0
+                            data_field
+                            and head.startswith("event: ")
+                            and "\n" not in head
+                            and "\n" not in data
                         ):
-                            events.append(
-                                SSEEvent(
-                                    block[7:newline] or "message", block[newline + 7 :], last_id
-                                )
-                            )
+                            name = head[7:] or "message"
+                            events.append(_event(SSEEvent, (name, data, last_id, None)))
                             continue
                 self._lines(f"{block}\n".split("\n"), events)  # the last line: the blank one
                 last_id = self._last_id
@@ -118,11 +121,14 @@ class SSEDecoder:
             elif data or self._event is not None:
                 if data:  # an empty data buffer dispatches nothing
                     events.append(
-                        SSEEvent(
-                            self._event or "message",
-                            data[0] if len(data) == 1 else "\n".join(data),
-                            self._last_id,
-                            self._retry,
+                        _event(
+                            SSEEvent,
+                            (
+                                self._event or "message",
+                                data[0] if len(data) == 1 else "\n".join(data),
+                                self._last_id,
+                                self._retry,
+                            ),
                         )
                     )
                     data.clear()
