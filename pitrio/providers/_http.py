@@ -1126,7 +1126,11 @@ async def open_sse(
             timeout = _timeout(timeout_ms) or client.timeout
             for attempt in range(1, attempts + 1):
                 request = client.build_request(
-                    method, url, headers=request_headers, content=content, timeout=timeout
+                    method,
+                    _parsed_url(url),
+                    headers=request_headers,
+                    content=content,
+                    timeout=timeout,
                 )
                 stall.arm()
                 try:
@@ -1167,6 +1171,14 @@ async def open_sse(
                         await response.aclose()
     if stall.scope.cancelled_caught:
         raise StreamStalledError(stall.seconds)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_url(url: str) -> httpx2.URL:
+    """``url`` parsed once: a provider calls the same few endpoints again and again, and
+    httpx parses (and validates the host of) a URL given as text on every request. A parsed
+    URL is immutable, so requests share it."""
+    return httpx2.URL(url)
 
 
 _SSE_FIRST_LINE: Final = re.compile(rb"(?::|(?:data|event|id|retry)(?::|\r|\n|$))")

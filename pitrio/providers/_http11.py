@@ -328,7 +328,13 @@ class ResponseBody:
         stream = self._stream
         timeout = self._timeout
         while not self.done:
-            data = await read(stream, timeout)
+            if timeout is None:  # `read` inline: a stream's reads have no timeout of their own
+                try:
+                    data = cast(bytes, await stream.receive_some(READ_BYTES))
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    raise httpx2.ReadError(str(exc)) from exc
+            else:
+                data = await read(stream, timeout)
             if not data:
                 if self._framing == _TO_CLOSE:
                     self.done = True
