@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
+import trio
 
 from pitrio.providers._events import (
     TextDeltaEvent,
@@ -120,11 +121,13 @@ class _ResponseReader:
                         index, append = text_block
                         text = delta["text"]
                         append(text)
-                        await self._out.emit(
-                            TextDeltaEvent(
-                                content_index=index, delta=text, partial=self._builder.snapshot()
-                            )
+                        out_event = TextDeltaEvent(
+                            content_index=index, delta=text, partial=self._builder.snapshot()
                         )
+                        try:  # `out.emit` inline
+                            self._out.push_nowait(out_event)
+                        except trio.WouldBlock:
+                            await self._out.push(out_event)
                         return False
                 return await self._dispatch(event)
             except (KeyError, TypeError, AttributeError) as exc:
