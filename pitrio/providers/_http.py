@@ -9,7 +9,10 @@ inside the block uses; hosts, the CLI and load tests open it once. Its transport
 `PooledTransport`: no limit on connections unless one is set (every concurrent stream has its
 own, and the next request reuses a finished one's keep-alive connection), each step of the pool
 O(1), HTTP/2 where a TLS server offers it, one TLS context per process, and reads with no
-cancel scope of their own. A request made with no client open gets a client of its own for
+cancel scope of their own. HTTP/1.1 is pitrio's own exchange (:mod:`._http11`: h11 parses the
+response head once, a reader of pitrio's decodes the body straight from the Trio stream), and
+:func:`open_sse` reads that body directly, with no generator between the socket and the SSE
+decoder. A request made with no client open gets a client of its own for
 that request, which is correct but cannot reuse connections. The client lives in a
 :class:`trio.lowlevel.RunVar` because its pooled connections belong to one Trio run.
 
@@ -79,6 +82,7 @@ import trio
 
 from pitrio._awaitable import maybe_await
 from pitrio.providers._events import ErrorEvent
+from pitrio.providers._http11 import HTTP11Connection, ResponseBody
 from pitrio.providers._json_parse import parse_streaming_json
 from pitrio.providers._messages import Model, ProviderResponse, StreamOptions
 from pitrio.providers._partial import AssistantMessageBuilder
@@ -90,6 +94,8 @@ DEFAULT_TIMEOUT_S: Final = 600.0
 """Timeout of connecting, sending and (when ``StreamOptions.timeout_ms`` is set) of each read,
 when that option is unset. Reading the body is otherwise bounded by the stall timeout alone."""
 CONNECT_TIMEOUT_S: Final = 30.0
+CONNECT_RETRY_BACKOFF_S: Final = 0.5
+"""The first wait before a connect retry (``retries``), doubled for each next one, as httpcore."""
 KEEPALIVE_EXPIRY_S: Final = 5.0
 """How long an idle pooled connection is kept (httpx's default; servers keep theirs longer)."""
 ERROR_BODY_LIMIT: Final = 8192
@@ -291,6 +297,16 @@ class _TrioNetworkStream(httpcore2.AsyncNetworkStream):
             raise
         return _TrioNetworkStream(tls)
 
+    @property
+    def trio_stream(self) -> trio.abc.Stream:
+        """The Trio stream read and written (a ``SocketStream``, or an ``SSLStream`` on one)."""
+        return self._stream
+
+    def socket(self) -> trio.socket.SocketType | None:
+        """The socket under the stream, when it is a TCP or Unix socket."""
+        stream = self._socket_stream()
+        return None if stream is None else stream.socket
+
     def _socket_stream(self) -> trio.SocketStream | None:
         stream = self._stream
         while isinstance(stream, trio.SSLStream):
@@ -370,8 +386,9 @@ class PooledTransport(httpx2.AsyncBaseTransport):
     streams that is most of the CPU. This pool keeps, per origin, a stack of idle HTTP/1.1
     connections (the most recently used is taken first, its expiry checked then) and a list of
     HTTP/2 connections that can take more streams; a request takes one or opens one, and the
-    response's close puts it back. Connections are httpcore2's (``AsyncHTTPConnection``), on
-    pitrio's Trio network layer (`_TrioBackend`), with one TLS context per process when the
+    response's close puts it back. Connections are `_Connection`: pitrio's HTTP/1.1 exchange,
+    or httpcore2's HTTP/2 connection when TLS negotiates ``h2``, on pitrio's Trio network
+    layer (`_TrioBackend`), with one TLS context per process when the
     default verification is used.
 
     ``limits``: ``max_connections`` bounds the open connections (a request waits for one, up
@@ -417,23 +434,21 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         self._local_address = local_address
         self._uds = uds
         self._backend = _TrioBackend()
-        self._open: set[httpcore2.AsyncConnectionInterface] = set()
-        self._idle: dict[_OriginKey, collections.deque[httpcore2.AsyncConnectionInterface]] = {}
+        self._open: set[_Connection] = set()
+        self._idle: dict[_OriginKey, collections.deque[_Connection]] = {}
         self._idle_count = 0
-        self._shared: dict[_OriginKey, list[httpcore2.AsyncConnectionInterface]] = {}
+        self._shared: dict[_OriginKey, list[_Connection]] = {}
         self._waiters: collections.deque[trio.Event] = collections.deque()
         self._closed = False
 
     @property
-    def connections(self) -> list[httpcore2.AsyncConnectionInterface]:
+    def connections(self) -> list[_Connection]:
         """The open connections (busy and idle)."""
         return list(self._open)
 
     # ----------------------------------------------------------------- taking a connection
 
-    def _take_idle(
-        self, key: _OriginKey, expired: list[httpcore2.AsyncConnectionInterface]
-    ) -> httpcore2.AsyncConnectionInterface | None:
+    def _take_idle(self, key: _OriginKey, expired: list[_Connection]) -> _Connection | None:
         """The most recently used idle connection to ``key`` that is still good, if any;
         the expired ones met on the way go to ``expired``, for closing."""
         shared = self._shared.get(key)
@@ -453,10 +468,9 @@ class PooledTransport(httpx2.AsyncBaseTransport):
     async def _acquire(
         self,
         key: _OriginKey,
-        origin: httpcore2.Origin,
         timeout: float | None,  # noqa: ASYNC109 (the request's pool timeout, an extension)
-    ) -> httpcore2.AsyncConnectionInterface:
-        expired: list[httpcore2.AsyncConnectionInterface] = []
+    ) -> _Connection:
+        expired: list[_Connection] = []
         try:
             connection = self._take_idle(key, expired)
             if connection is not None:
@@ -465,17 +479,7 @@ class PooledTransport(httpx2.AsyncBaseTransport):
                 connection = await self._wait_for_room(key, timeout, expired)
                 if connection is not None:
                     return connection
-            connection = httpcore2.AsyncHTTPConnection(
-                origin=origin,
-                ssl_context=self._ssl_context,
-                keepalive_expiry=self._keepalive_expiry,
-                http1=self._http1,
-                http2=self._http2,
-                retries=self._retries,
-                local_address=self._local_address,
-                uds=self._uds,
-                network_backend=self._backend,
-            )
+            connection = _Connection(self, key)
             self._open.add(connection)
             if connection.is_available():
                 # It may become HTTP/2 (TLS, h2 offered): requests to the origin meanwhile
@@ -491,8 +495,8 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         self,
         key: _OriginKey,
         timeout: float | None,  # noqa: ASYNC109
-        expired: list[httpcore2.AsyncConnectionInterface],
-    ) -> httpcore2.AsyncConnectionInterface | None:
+        expired: list[_Connection],
+    ) -> _Connection | None:
         """Wait until a connection to ``key`` is idle (returned) or one may be opened (None)."""
         with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
             while True:
@@ -525,7 +529,7 @@ class PooledTransport(httpx2.AsyncBaseTransport):
 
     # ----------------------------------------------------------------- giving it back
 
-    async def _discard(self, connection: httpcore2.AsyncConnectionInterface) -> None:
+    async def _discard(self, connection: _Connection) -> None:
         self._open.discard(connection)
         for shared in self._shared.values():
             if connection in shared:
@@ -534,9 +538,7 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         with trio.CancelScope(shield=True):
             await connection.aclose()
 
-    async def _release(
-        self, key: _OriginKey, connection: httpcore2.AsyncConnectionInterface
-    ) -> None:
+    async def _release(self, key: _OriginKey, connection: _Connection) -> None:
         """A response on ``connection`` ended: keep the connection for the next request to
         its origin, or close it."""
         if connection.is_closed() or not connection.is_connected():
@@ -567,9 +569,7 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         self._idle_count += 1
         self._wake_one()
 
-    async def _unavailable(
-        self, key: _OriginKey, connection: httpcore2.AsyncConnectionInterface
-    ) -> None:
+    async def _unavailable(self, key: _OriginKey, connection: _Connection) -> None:
         """``connection`` refused a request: it closed, or it is an HTTP/1.1 connection busy
         with another request (one that was shared while it might have become HTTP/2)."""
         if connection.is_closed():
@@ -577,7 +577,7 @@ class PooledTransport(httpx2.AsyncBaseTransport):
         elif not connection.can_multiplex():
             self._unshare(key, connection)
 
-    def _unshare(self, key: _OriginKey, connection: httpcore2.AsyncConnectionInterface) -> None:
+    def _unshare(self, key: _OriginKey, connection: _Connection) -> None:
         shared = self._shared.get(key)
         if shared and connection in shared:
             shared.remove(connection)
@@ -586,15 +586,6 @@ class PooledTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
-        core_request = httpcore2.Request(
-            method=request.method,
-            url=httpcore2.URL(
-                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
-            ),
-            headers=request.headers.raw,
-            content=cast(AsyncIterable[bytes], request.stream),
-            extensions=request.extensions,
-        )
         scheme = url.raw_scheme
         if scheme not in (b"http", b"https"):
             raise httpx2.UnsupportedProtocol(
@@ -602,32 +593,25 @@ class PooledTransport(httpx2.AsyncBaseTransport):
                 if scheme
                 else "Request URL is missing an 'http://' or 'https://' protocol."
             )
-        origin = core_request.url.origin
-        key = (origin.scheme, origin.host, origin.port)
-        timeout = core_request.extensions.get("timeout", {}).get("pool")
+        port = url.port or (443 if scheme == b"https" else 80)
+        key = (scheme, url.raw_host, port)
+        timeout = request.extensions.get("timeout", {}).get("pool")
         try:
             while True:
-                connection = await self._acquire(key, origin, timeout)
+                connection = await self._acquire(key, timeout)
                 try:
-                    response = await connection.handle_async_request(core_request)
+                    return await connection.send(request, key)
                 except httpcore2.ConnectionNotAvailable:
                     await self._unavailable(key, connection)
                     continue
                 except BaseException:
                     await self._release(key, connection)
                     raise
-                break
         except Exception as exc:
             translated = _translate(exc)
             if translated is exc:
                 raise
             raise translated from exc
-        return httpx2.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_BodyStream(cast(AsyncIterable[bytes], response.stream), self, key, connection),
-            extensions=response.extensions,
-        )
 
     async def aclose(self) -> None:
         self._closed = True
@@ -649,7 +633,7 @@ class _BodyStream(httpx2.AsyncByteStream):
         core: AsyncIterable[bytes],
         pool: PooledTransport,
         key: _OriginKey,
-        connection: httpcore2.AsyncConnectionInterface,
+        connection: _Connection,
     ) -> None:
         self._core = core
         self._pool: PooledTransport | None = pool
@@ -675,6 +659,210 @@ class _BodyStream(httpx2.AsyncByteStream):
             if aclose is not None:
                 await aclose()
             await pool._release(self._key, self._connection)
+
+
+class _H1Body(httpx2.AsyncByteStream):
+    """An HTTP/1.1 response body read by pitrio's reader (`ResponseBody`, also in the
+    response's :data:`BODY_EXTENSION` for readers that take it past httpx's generators), and
+    its close giving the connection back to the pool."""
+
+    __slots__ = ("_body", "_connection", "_key", "_pool")
+
+    def __init__(
+        self, body: ResponseBody, pool: PooledTransport, key: _OriginKey, connection: _Connection
+    ) -> None:
+        self._body = body
+        self._pool: PooledTransport | None = pool
+        self._key = key
+        self._connection = connection
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        receive = self._body.receive
+        while part := await receive():
+            yield part
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        with trio.CancelScope(shield=True):
+            await self._body.aclose()
+            await pool._release(self._key, self._connection)
+
+
+BODY_EXTENSION: Final = "pitrio.body"
+"""The response extension holding an HTTP/1.1 response's :class:`ResponseBody`, whose
+``receive()`` reads the body with no generator between the socket and the caller (closing the
+httpx response still closes it)."""
+
+
+class _Connection:
+    """One pooled connection to an origin, connected by its first request: HTTP/2 when TLS
+    negotiates it by ALPN (httpcore2's connection), else pitrio's HTTP/1.1 exchange
+    (`HTTP11Connection`, whose body reader takes every response's body past h11).
+
+    Until it is connected, a connection that may become HTTP/2 (TLS with HTTP/2 enabled) is
+    offered to concurrent requests to its origin, as httpcore's pool does: they wait for the
+    handshake, and an HTTP/1.1 outcome sends them away (``ConnectionNotAvailable``).
+
+    Resource handling: owned by its `PooledTransport`, which closes it.
+    """
+
+    __slots__ = ("_connect_failed", "_connection", "_key", "_lock", "_pool")
+
+    def __init__(self, pool: PooledTransport, key: _OriginKey) -> None:
+        self._pool = pool
+        self._key = key
+        self._connection: HTTP11Connection | httpcore2.AsyncHTTP2Connection | None = None
+        self._connect_failed = False
+        self._lock = trio.Lock()
+
+    # ----------------------------------------------------------------- the pool's questions
+
+    def is_available(self) -> bool:
+        connection = self._connection
+        if connection is None:
+            pool = self._pool
+            return (
+                pool._http2
+                and (self._key[0] == b"https" or not pool._http1)
+                and not self._connect_failed
+            )
+        return connection.is_available()
+
+    def has_expired(self) -> bool:
+        connection = self._connection
+        return self._connect_failed if connection is None else connection.has_expired()
+
+    def is_idle(self) -> bool:
+        connection = self._connection
+        return self._connect_failed if connection is None else connection.is_idle()
+
+    def is_closed(self) -> bool:
+        connection = self._connection
+        return self._connect_failed if connection is None else connection.is_closed()
+
+    def is_connected(self) -> bool:
+        return self._connection is not None and not self._connection.is_closed()
+
+    def can_multiplex(self) -> bool:
+        connection = self._connection
+        return isinstance(connection, httpcore2.AsyncHTTP2Connection) and (
+            connection.can_multiplex()
+        )
+
+    async def aclose(self) -> None:
+        if self._connection is not None:
+            await self._connection.aclose()
+
+    # ----------------------------------------------------------------- requests
+
+    async def send(self, request: httpx2.Request, key: _OriginKey) -> httpx2.Response:
+        """Send ``request`` on this connection (connecting it first if it is new).
+
+        Raises:
+            httpcore2.ConnectionNotAvailable: an HTTP/1.1 connection busy with another request.
+        """
+        if self._connection is None:
+            async with self._lock:
+                if self._connection is None:
+                    try:
+                        self._connection = await self._connect(request)
+                    except BaseException:
+                        self._connect_failed = True
+                        raise
+        connection = self._connection
+        timeouts = request.extensions.get("timeout", {})
+        if isinstance(connection, HTTP11Connection):
+            if not connection.is_ready():
+                raise httpcore2.ConnectionNotAvailable()
+            url = request.url
+            status, reason, headers, body = await connection.request(
+                request.method.encode("ascii"),
+                url.raw_path,
+                request.headers.raw,
+                cast(AsyncIterable[bytes], request.stream),
+                timeouts,
+            )
+            return httpx2.Response(
+                status_code=status,
+                headers=headers,
+                stream=_H1Body(body, self._pool, key, self),
+                extensions={
+                    "http_version": b"HTTP/1.1",
+                    "reason_phrase": reason,
+                    BODY_EXTENSION: body,
+                },
+            )
+        url = request.url
+        core_request = httpcore2.Request(
+            method=request.method,
+            url=httpcore2.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=request.headers.raw,
+            content=cast(AsyncIterable[bytes], request.stream),
+            extensions=request.extensions,
+        )
+        response = await connection.handle_async_request(core_request)
+        return httpx2.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_BodyStream(cast(AsyncIterable[bytes], response.stream), self._pool, key, self),
+            extensions=response.extensions,
+        )
+
+    async def _connect(
+        self, request: httpx2.Request
+    ) -> HTTP11Connection | httpcore2.AsyncHTTP2Connection:
+        """Open the TCP (or Unix socket) connection, then TLS for ``https`` with ALPN; the
+        connect errors are httpcore2's (the pool translates them)."""
+        pool = self._pool
+        scheme, host, port = self._key
+        timeouts = request.extensions.get("timeout", {})
+        timeout = timeouts.get("connect")
+        retries_left = pool._retries
+        delay = 0.0
+        while True:
+            try:
+                if pool._uds is None:
+                    stream = await pool._backend.connect_tcp(
+                        host.decode("ascii"),
+                        port,
+                        timeout=timeout,
+                        local_address=pool._local_address,
+                    )
+                else:
+                    stream = await pool._backend.connect_unix_socket(pool._uds, timeout=timeout)
+                if scheme == b"https":
+                    context = pool._ssl_context
+                    if pool._http2:
+                        context.set_alpn_protocols(["h2", "http/1.1"] if pool._http1 else ["h2"])
+                    else:
+                        context.set_alpn_protocols(["http/1.1"])
+                    sni = request.extensions.get("sni_hostname")
+                    stream = await stream.start_tls(
+                        context, server_hostname=sni or host.decode("ascii"), timeout=timeout
+                    )
+                break
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout):
+                if retries_left <= 0:
+                    raise
+                retries_left -= 1
+                await trio.sleep(delay)
+                delay = CONNECT_RETRY_BACKOFF_S if delay == 0 else delay * 2
+        assert isinstance(stream, _TrioNetworkStream)
+        ssl_object = stream.get_extra_info("ssl_object")
+        negotiated_h2 = ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2"
+        if negotiated_h2 or (pool._http2 and not pool._http1):
+            return httpcore2.AsyncHTTP2Connection(
+                origin=httpcore2.Origin(scheme, host, port),
+                stream=stream,
+                keepalive_expiry=pool._keepalive_expiry,
+            )
+        return HTTP11Connection(
+            stream.trio_stream, stream.socket(), keepalive_expiry=pool._keepalive_expiry
+        )
 
 
 class HTTPStatusError(ProviderError):
@@ -867,28 +1055,35 @@ class _Stall:
 
     Each wait for the server (the response headers, each read of the body) moves its deadline
     to ``now + seconds``, but only when it has fallen more than :data:`STALL_SLACK` behind: a
-    stream that flows costs a comparison per read, and one store per ``seconds * STALL_SLACK``
-    of streaming, instead of a cancel scope per read. The time the reader spends between two
-    reads counts as silence too; a retry's backoff and the ``on_response`` callback do not
-    (`lift`)."""
+    stream that flows costs a clock reading and a comparison per read, and one store per
+    ``seconds * STALL_SLACK`` of streaming, instead of a cancel scope per read. The time the
+    reader spends between two reads counts as silence too; a retry's backoff and the
+    ``on_response`` callback do not (`lift`).
 
-    __slots__ = ("scope", "seconds", "slack")
+    Must be built inside a Trio run (it reads the run's clock).
+    """
+
+    __slots__ = ("now", "refresh_at", "scope", "seconds", "slack")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.slack = seconds * STALL_SLACK
         self.scope = trio.CancelScope()
+        self.now = trio.lowlevel.current_clock().current_time
+        """The run's clock (``trio.current_time`` without its two calls)."""
+        self.refresh_at = -math.inf if seconds != math.inf else math.inf
+        """`arm` moves the deadline once the clock has passed this."""
 
     def arm(self) -> None:
-        seconds = self.seconds
-        if seconds != math.inf:
-            deadline = trio.current_time() + seconds
-            current = self.scope.deadline
-            if current < deadline - self.slack or current == math.inf:
-                self.scope.deadline = deadline
+        now = self.now()
+        if now > self.refresh_at:
+            self.scope.deadline = now + self.seconds
+            self.refresh_at = now + self.slack
 
     def lift(self) -> None:
         self.scope.deadline = math.inf
+        if self.seconds != math.inf:
+            self.refresh_at = -math.inf
 
 
 @asynccontextmanager
@@ -931,7 +1126,11 @@ async def open_sse(
             timeout = _timeout(timeout_ms) or client.timeout
             for attempt in range(1, attempts + 1):
                 request = client.build_request(
-                    method, url, headers=request_headers, content=content, timeout=timeout
+                    method,
+                    _parsed_url(url),
+                    headers=request_headers,
+                    content=content,
+                    timeout=timeout,
                 )
                 stall.arm()
                 try:
@@ -974,6 +1173,14 @@ async def open_sse(
         raise StreamStalledError(stall.seconds)
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed_url(url: str) -> httpx2.URL:
+    """``url`` parsed once: a provider calls the same few endpoints again and again, and
+    httpx parses (and validates the host of) a URL given as text on every request. A parsed
+    URL is immutable, so requests share it."""
+    return httpx2.URL(url)
+
+
 _SSE_FIRST_LINE: Final = re.compile(rb"(?::|(?:data|event|id|retry)(?::|\r|\n|$))")
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 
@@ -1008,15 +1215,22 @@ async def _response_events(
     feed = decoder.feed
     # Without a content-encoding the raw body is the body: one generator less per read.
     identity = response.headers.get("content-encoding", "identity").strip().lower() == "identity"
-    chunks = response.aiter_raw() if identity else response.aiter_bytes()
-    next_chunk = chunks.__anext__
+    body: ResponseBody | None = response.extensions.get(BODY_EXTENSION) if identity else None
+    chunks: AsyncGenerator[bytes, None] | None = None
+    if body is not None:
+        # pitrio's own HTTP/1.1 body reader: read straight from it (httpx's generators and
+        # its byte counting are skipped; closing the response still closes the body).
+        receive = body.receive
+    else:
+        chunks = response.aiter_raw() if identity else response.aiter_bytes()
+        receive = functools.partial(anext, chunks, b"")
     arm = stall.arm
+    now = stall.now
     try:
         while True:
             arm()
-            try:
-                chunk = await next_chunk()
-            except StopAsyncIteration:
+            chunk = await receive()
+            if not chunk:
                 break
             if len(head) < BODY_HEAD_LIMIT * 4:  # enough bytes for BODY_HEAD_LIMIT characters
                 head += chunk[: BODY_HEAD_LIMIT * 4 - len(head)]
@@ -1034,8 +1248,14 @@ async def _response_events(
             events = feed(chunk)
             if events:
                 dispatched = True
-                for event in events:
-                    yield event
+                yield events[0]
+                # One read may bring many events (the reader takes all the socket has): the
+                # deadline also moves between them, so that the reader's time on a batch
+                # counts as it did when each came in a read of its own.
+                for i in range(1, len(events)):
+                    if now() > stall.refresh_at:
+                        arm()
+                    yield events[i]
         if sniffing:
             if not _sniff(pending, at_end=True):
                 raise NotAnEventStreamError(response.status_code, content_type, head)
@@ -1048,7 +1268,8 @@ async def _response_events(
         if not dispatched:
             raise NotAnEventStreamError(response.status_code, content_type, head)
     finally:
-        await _finish_generators(chunks)
+        if chunks is not None:
+            await _finish_generators(chunks)
 
 
 async def _finish_generators(events: AsyncIterator[Any]) -> None:

@@ -10,7 +10,7 @@ across two reads.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 
 class SSEEvent(NamedTuple):
@@ -29,16 +29,23 @@ class SSEEvent(NamedTuple):
     retry: int | None = None
 
 
+_event: Final = tuple.__new__
+"""Builds an :class:`SSEEvent` from its four fields without the named tuple's Python-level
+``__new__`` (which only fills the defaults and calls this)."""
+
+
 class SSEDecoder:
     """Turns a byte stream into :class:`SSEEvent` objects.
 
-        One pass per chunk: the complete lines of a chunk (up to its last line break) are decoded
-        from UTF-8 at once and split once; only the unfinished last line is kept for the next
-        chunk (a line break is never inside a UTF-8 sequence, so decoding whole lines together is
-        decoding each). ``data:`` and ``event:`` lines, nearly every line of an LLM stream, take a
-    short path.
+    One pass per chunk: the complete lines of a chunk (up to its last line break) are decoded
+    from UTF-8 at once (a line break is never inside a UTF-8 sequence, so decoding whole lines
+    together is decoding each) and split once, at the blank lines that end events; only the
+    unfinished last line is kept for the next chunk. An event that is one ``data:`` line, or an
+    ``event:`` line then one ``data:`` line (nearly every event of an LLM stream), becomes an
+    :class:`SSEEvent` with two slices and no per-line work; any other event goes through the
+    line-by-line rules.
 
-        Resource handling: plain state, owned by the task that reads the response.
+    Resource handling: plain state, owned by the task that reads the response.
     """
 
     __slots__ = ("_buffer", "_data", "_event", "_last_id", "_pending_cr", "_retry")
@@ -69,9 +76,42 @@ class SSEDecoder:
             self._buffer = buffer
             return []
         self._buffer = buffer[end + 1 :]
+        # Every piece but the last ends with a blank line; the last holds the complete lines
+        # of an event not ended yet ("" or text ending in "\n").
+        blocks = buffer[: end + 1].decode("utf-8", "replace").split("\n\n")
+        tail = blocks.pop()
         events: list[SSEEvent] = []
+        if blocks:
+            last_id = self._last_id
+            clean = not self._data and self._event is None and self._retry is None
+            for block in blocks:
+                if clean:
+                    if block.startswith("data: "):
+                        if "\n" not in block:
+                            events.append(_event(SSEEvent, ("message", block[6:], last_id, None)))
+                            continue
+                    else:
+                        head, data_field, data = block.partition("\ndata: ")
+                        if (
+                            data_field
+                            and head.startswith("event: ")
+                            and "\n" not in head
+                            and "\n" not in data
+                        ):
+                            name = head[7:] or "message"
+                            events.append(_event(SSEEvent, (name, data, last_id, None)))
+                            continue
+                self._lines(f"{block}\n".split("\n"), events)  # the last line: the blank one
+                last_id = self._last_id
+                clean = not self._data and self._event is None and self._retry is None
+        if tail:
+            self._lines(tail[:-1].split("\n"), events)
+        return events
+
+    def _lines(self, lines: list[str], events: list[SSEEvent]) -> None:
+        """The line-by-line rules: fields into the pending event, a blank line dispatches it."""
         data = self._data
-        for line in buffer[:end].decode("utf-8", "replace").split("\n"):
+        for line in lines:
             if line.startswith("data:"):
                 data.append(line[6:] if line.startswith(" ", 5) else line[5:])
             elif line.startswith("event:"):
@@ -81,17 +121,19 @@ class SSEDecoder:
             elif data or self._event is not None:
                 if data:  # an empty data buffer dispatches nothing
                     events.append(
-                        SSEEvent(
-                            self._event or "message",
-                            data[0] if len(data) == 1 else "\n".join(data),
-                            self._last_id,
-                            self._retry,
+                        _event(
+                            SSEEvent,
+                            (
+                                self._event or "message",
+                                data[0] if len(data) == 1 else "\n".join(data),
+                                self._last_id,
+                                self._retry,
+                            ),
                         )
                     )
                     data.clear()
                 self._event = None
                 self._retry = None
-        return events
 
     def close(self) -> list[SSEEvent]:
         """End of stream: an event the server did not terminate with a blank line is still

@@ -84,3 +84,83 @@ def test_unterminated_last_event_is_still_dispatched_at_close() -> None:
 
 def test_event_without_data_is_not_dispatched() -> None:
     assert decode([b"event: empty\n\ndata: x\n\n"]) == [SSEEvent("message", "x")]
+
+
+# --------------------------------------------------------------------------- against the rules
+
+
+def reference_decode(stream: bytes) -> list[SSEEvent]:
+    """The format's rules line by line, written plainly (with pi's dispatch at the end)."""
+    text = stream.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    events: list[SSEEvent] = []
+    name: str | None = None
+    data: list[str] = []
+    last_id: str | None = None
+    retry: int | None = None
+    for line in [*text.split("\n")[:-1], ""] if text.endswith("\n") else [*text.split("\n"), ""]:
+        if not line:
+            if data:
+                events.append(SSEEvent(name or "message", "\n".join(data), last_id, retry))
+            if data or name is not None:
+                name, data, retry = None, [], None
+            continue
+        field, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+        elif field == "id" and "\0" not in value:
+            last_id = value
+        elif field == "retry" and value.isdigit():
+            retry = int(value)
+    return events
+
+
+LINES = st.sampled_from(
+    [
+        b'data: {"type":"content_block_delta"}',
+        b"data:tight",
+        b"data",
+        b"data: ",
+        b"event: content_block_delta",
+        b"event:",
+        b"event: ",
+        b": comment",
+        b"id: 7",
+        b"retry: 1500",
+        b"retry: soon",
+        b"unknown: field",
+        b"data: caf\xc3\xa9",
+        b"",
+    ]
+)
+
+
+COMMON_BLOCKS = st.sampled_from(
+    [
+        [b"event: content_block_delta", b'data: {"delta":"hi"}'],
+        [b"event: ping", b"data: {}"],
+        [b"event: ", b"data: x"],
+        [b'data: {"choices":[]}'],
+        [b"data: [DONE]"],
+    ]
+)
+BLOCKS = st.one_of(COMMON_BLOCKS, st.lists(LINES, max_size=4))
+
+
+@given(
+    st.lists(st.tuples(BLOCKS, st.sampled_from([b"\n", b"\r\n", b"\r"])), max_size=12),
+    st.lists(st.integers(min_value=0, max_value=600), max_size=10),
+)
+def test_any_stream_and_chunking_decodes_as_the_line_rules_say(
+    blocks: list[tuple[list[bytes], bytes]], cuts: list[int]
+) -> None:
+    """Events of one data line, an event line then a data line (the decoder's short path) and
+    every other shape, each ended by a blank line, cut anywhere, come out as the format's line
+    rules give them."""
+    stream = b"".join(b"".join(line + end for line in [*lines, b""]) for lines, end in blocks)
+    bounds = [0, *sorted(c for c in cuts if c <= len(stream)), len(stream)]
+    pieces = [stream[a:b] for a, b in itertools.pairwise(bounds)]
+    assert decode(pieces) == reference_decode(stream)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
+import trio
 
 from pitrio.providers._events import (
     TextDeltaEvent,
@@ -74,6 +75,7 @@ class _ResponseReader:
         "_open",
         "_out",
         "_signatures",
+        "_texts",
         "_tools",
         "saw_start",
     )
@@ -93,6 +95,8 @@ class _ResponseReader:
         self._is_oauth = is_oauth
         self._open: dict[int, int] = {}  # Anthropic block index -> our content index
         self._signatures: dict[int, str] = {}  # content index -> thinking signature so far
+        # Open text blocks: Anthropic block index -> (our content index, its chunk appender).
+        self._texts: dict[int, tuple[int, Callable[[str], None]]] = {}
         self.saw_start = False
 
     async def feed(self, sse: SSEEvent) -> bool:
@@ -102,38 +106,56 @@ class _ResponseReader:
             ProviderError: the server sent an ``error`` event, an unknown stop reason, or an
                 event that cannot be read.
         """
-        if sse.event == "error":
+        name = sse.event
+        if name == "content_block_delta":
+            try:
+                event = orjson.loads(sse.data)
+            except orjson.JSONDecodeError:
+                event = self._parse(sse)
+            try:
+                if event["type"] == "content_block_delta":
+                    delta = event["delta"]
+                    text_block = self._texts.get(event["index"])
+                    if text_block is not None and delta["type"] == "text_delta":
+                        # `_delta` inline: the per-token path.
+                        index, append = text_block
+                        text = delta["text"]
+                        append(text)
+                        out_event = TextDeltaEvent(
+                            content_index=index, delta=text, partial=self._builder.snapshot()
+                        )
+                        try:  # `out.emit` inline
+                            self._out.push_nowait(out_event)
+                        except trio.WouldBlock:
+                            await self._out.push(out_event)
+                        return False
+                return await self._dispatch(event)
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise self._malformed(sse, exc) from exc
+        if name == "error":
             raise ProviderError(sse.data)
-        if sse.event not in _MESSAGE_EVENTS:
+        if name not in _MESSAGE_EVENTS:
             return False  # ping, and event types this port does not know
+        event = self._parse(sse)
         try:
-            event = parse_json_with_repair(sse.data)
+            return await self._dispatch(event)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise self._malformed(sse, exc) from exc
+
+    @staticmethod
+    def _parse(sse: SSEEvent) -> Any:
+        try:
+            return parse_json_with_repair(sse.data)
         except ValueError as exc:
             raise InvalidStreamError(
                 f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}"
             ) from exc
-        try:
-            if event["type"] == "content_block_delta":
-                delta = event["delta"]
-                index = self._open.get(event["index"])
-                if (
-                    index is not None
-                    and delta["type"] == "text_delta"
-                    and self._builder.kind(index) == "text"
-                ):  # `_delta` inline: the per-token path
-                    builder = self._builder
-                    text = delta["text"]
-                    builder.append(index, text)
-                    await self._out.emit(
-                        TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
-                    )
-                    return False
-            return await self._dispatch(event)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise InvalidStreamError(
-                f"Malformed Anthropic SSE event {sse.event} ({type(exc).__name__}: {exc}): "
-                f"{sse.data}"
-            ) from exc
+
+    @staticmethod
+    def _malformed(sse: SSEEvent, exc: Exception) -> InvalidStreamError:
+        return InvalidStreamError(
+            f"Malformed Anthropic SSE event {sse.event} ({type(exc).__name__}: {exc}): {sse.data}"
+        )
 
     async def _dispatch(self, event: dict[str, Any]) -> bool:
         kind = event["type"]
@@ -190,6 +212,7 @@ class _ResponseReader:
         if kind == "text":
             index = builder.add_text()
             self._open[api_index] = index
+            self._texts[api_index] = (index, builder.chunk_appender(index))
             await self._out.emit(TextStartEvent(content_index=index, partial=builder.snapshot()))
         elif kind in ("thinking", "redacted_thinking"):
             if kind == "thinking":
@@ -248,6 +271,7 @@ class _ResponseReader:
 
     async def _block_stop(self, api_index: int) -> None:
         index = self._open.pop(api_index, None)
+        self._texts.pop(api_index, None)
         if index is None:
             return
         builder = self._builder
