@@ -373,10 +373,19 @@ class FauxProvider:
 
     async def _paced(self, message: AssistantMessage, out: AssistantMessageEventStream) -> None:
         """Push ``message``'s events as pi's faux does at ``tokens_per_second``: the start and
-        each block's start, then its deltas, each ``tokens / tokens_per_second`` seconds
-        after the one before (the task sleeps on the Trio clock), then its end."""
+        each block's start, then its deltas, then its end.
+
+        Each delta is due ``tokens / tokens_per_second`` seconds after the one before, counted
+        from the answer's start on the Trio clock (a due time, not a sleep per chunk): the
+        task sleeps until the next delta is due, and when it wakes late it sends every delta
+        already due at once, as a paced server's bytes reach a late reader in one read. The
+        answer so ends when it is due however late its reader wakes, instead of drifting by
+        every late wake."""
         tps = self._tps
         assert tps is not None
+        current_time = trio.current_time
+        # The due time of the next delta, in seconds of the Trio clock.
+        due = current_time()
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
         snapshot = builder.snapshot
@@ -397,7 +406,9 @@ class FauxProvider:
                 append = builder.chunk_appender(index)
                 chunks = _split(text, self._min, self._max, self._rng)
                 for number, chunk in enumerate(chunks, 1):
-                    await trio.sleep(_estimate_tokens(chunk) / tps)
+                    due += _estimate_tokens(chunk) / tps
+                    if current_time() < due:
+                        await trio.sleep_until(due)
                     append(chunk)
                     await out.emit(make(index, chunk, snapshot()))
                     sent = number
