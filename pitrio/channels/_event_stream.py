@@ -1,8 +1,9 @@
 """A bounded, Trio-native port of pi-ai's ``EventStream<T, R>``.
 
 pi (``packages/ai/src/utils/event-stream.ts``) queues events in an unbounded array; here the
-events go through a bounded Trio memory channel, so a producer that outruns its consumer is
-paused instead of growing memory without limit.
+array is bounded, and the tasks that wait on it (a consumer for events, a producer for room)
+wait in Trio's ``ParkingLot``s, so a producer that outruns its consumer is paused instead of
+growing memory without limit.
 """
 
 from __future__ import annotations
@@ -51,12 +52,17 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
     event for which ``is_complete`` returns true) has been delivered, or once the producer
     calls `end` and the buffered events have drained. `result` returns
     ``extract_result(completion_event)`` or the value given to `end`. This is pi's contract,
-    with a bounded buffer added; the events travel through a `trio.open_memory_channel`.
+    with a bounded buffer added.
 
     Only one consumer is supported: several tasks iterating at once would each receive a
     share of the events, not a copy (use `Broadcast` for fan-out). Producer and consumer are
     separate tasks (or one task doing both in turn): nothing of the consumer's ever runs in
-    the producer's task.
+    the producer's task (a push only appends to the buffer and wakes a waiting consumer).
+
+    Why not a memory channel: the buffer is a list the consumer takes whole
+    (`receive_all_nowait` swaps it for an empty one), and a push is an append: a streamed
+    delta passes through every LLM call's stream, and a channel's send and receive per event
+    cost several times that. Waiting, cancellation and checkpoints are a memory channel's.
 
     Resource handling:
         The producer owns the send side and closes it with `end`, which is synchronous so it
@@ -87,6 +93,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
     """
 
     __slots__ = (
+        "_buffer",
         "_consumer_closed",
         "_done",
         "_extract_result",
@@ -94,9 +101,10 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         "_has_result",
         "_is_complete",
         "_max_buffer",
-        "_receive",
+        "_readers",
         "_result",
-        "_send",
+        "_send_closed",
+        "_senders",
     )
 
     def __init__(
@@ -111,8 +119,18 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._is_complete = is_complete
         self._extract_result = extract_result
         self._max_buffer = max_buffer
-        self._send, self._receive = trio.open_memory_channel[T](max_buffer)
+        # The events pushed and not yet received, oldest first.
+        self._buffer: list[T] = []
+        # Tasks waiting in receive() for an event, made by the first that has to wait (most
+        # streams never need one); and the producers waiting for room, each with the event it
+        # pushes, oldest first: the consumer moves their events to the buffer as it takes
+        # events, as a memory channel moves a blocked sender's value.
+        self._readers: trio.lowlevel.ParkingLot | None = None
+        self._senders: dict[trio.lowlevel.Task, T] | None = None
         self._consumer_closed = False
+        # _send_closed: the producer's side is closed (end(), or the completion event was
+        # buffered); once the buffer drains, receiving raises EndOfChannel.
+        self._send_closed = False
         # _done: no further events are accepted (completion pushed or end() called).
         self._done = False
         self._has_result = False
@@ -147,15 +165,43 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         try:
             await self._put(event)
         finally:
-            self._send.close()
+            self._close_send()
+
+    def _offer(self, event: T) -> bool:
+        """Buffer ``event`` if there is room (or a consumer waiting for it) and wake a waiting
+        consumer; False if it has to wait. An event for a consumer that closed, or after
+        `end`, is dropped (True)."""
+        if self._consumer_closed or self._send_closed:
+            return True
+        buffer = self._buffer
+        readers = self._readers
+        if len(buffer) >= self._max_buffer and not (readers and len(buffer) < len(readers)):
+            return False
+        buffer.append(event)
+        if readers:
+            readers.unpark()
+        return True
 
     async def _put(self, event: T) -> None:
-        # Dropped when the consumer closed (Broken) or end() ran (Closed), before or while
-        # waiting for room.
-        try:  # noqa: SIM105 (as in push_nowait)
-            await self._send.send(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+        # A memory channel's send: a checkpoint either way; dropped when the consumer closed
+        # or end() ran, before or while waiting for room.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._offer(event):
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        task = trio.lowlevel.current_task()
+        senders = self._senders
+        if senders is None:
+            senders = self._senders = {}
+        senders[task] = event
+
+        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            # Cancelled while waiting: the event was not buffered (nor will it be).
+            senders.pop(task, None)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        # Woken once the consumer moved the event to the buffer (or took it), or dropped it.
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     def push_nowait(self, event: T) -> None:
         """Send one event without waiting.
@@ -171,15 +217,19 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         """
         if self._done:
             return
-        # The consumer left (Broken): dropped, and a completion event still records its result.
-        # (A try statement, not contextlib.suppress: no context-manager object per event.)
-        try:  # noqa: SIM105
-            self._send.send_nowait(event)
-        except trio.BrokenResourceError:
-            pass
+        # _offer inlined: this is the per-event path of every stream.
+        if not (self._consumer_closed or self._send_closed):
+            buffer = self._buffer
+            readers = self._readers
+            if len(buffer) >= self._max_buffer and not (readers and len(buffer) < len(readers)):
+                raise trio.WouldBlock
+            buffer.append(event)
+            if readers:
+                readers.unpark()
+        # (The consumer left: dropped, and a completion event still records its result.)
         if self._is_complete(event):
             self._record(self._extract_result(event))
-            self._send.close()
+            self._close_send()
 
     def end(self, result: R | None = None) -> None:
         """Finish the stream; the consumer's iteration ends once the buffer drains.
@@ -196,7 +246,32 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             self._record(result)
         else:
             self._mark_done()
-        self._send.close()
+        self._close_send()
+
+    def _close_send(self) -> None:
+        self._send_closed = True
+        # Waiting consumers see the end once the buffer drains; waiting producers drop.
+        if self._readers:
+            self._readers.unpark_all()
+        self._drop_senders()
+
+    def _drop_senders(self) -> None:
+        senders = self._senders
+        if senders:
+            for task in senders:
+                trio.lowlevel.reschedule(task)
+            senders.clear()
+
+    def _take_senders(self, events: list[T], room: int) -> None:
+        """Move up to ``room`` waiting producers' events to ``events``, oldest first, and wake
+        those producers (their push is done)."""
+        senders = self._senders
+        assert senders
+        while senders and room > 0:
+            task = next(iter(senders))
+            events.append(senders.pop(task))
+            trio.lowlevel.reschedule(task)
+            room -= 1
 
     def _record(self, result: R) -> None:
         self._result = result
@@ -241,7 +316,24 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             trio.EndOfChannel: The stream is finished and every event was taken.
             trio.ClosedResourceError: The consumer closed the stream.
         """
-        return await self._receive.receive()
+        # A memory channel's receive: a checkpoint either way.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            event = self.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return event
+        readers = self._readers
+        if readers is None:
+            readers = self._readers = trio.lowlevel.ParkingLot()
+        while True:
+            await readers.park()
+            try:
+                return self.receive_nowait()
+            except trio.WouldBlock:  # another reader took it first
+                continue
 
     def receive_nowait(self) -> T:
         """Take the oldest buffered event without waiting (no checkpoint).
@@ -251,7 +343,20 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             trio.EndOfChannel: The stream is finished and every event was taken.
             trio.ClosedResourceError: The consumer closed the stream.
         """
-        return self._receive.receive_nowait()
+        if self._consumer_closed:
+            raise trio.ClosedResourceError
+        buffer = self._buffer
+        if buffer:
+            event = buffer.pop(0)
+            if self._senders:  # one place freed: the oldest waiting producer's event
+                self._take_senders(buffer, 1)
+            return event
+        if self._senders:  # a rendezvous (max_buffer=0): straight from the producer
+            self._take_senders(buffer, 1)
+            return buffer.pop()
+        if self._send_closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
 
     def receive_all_nowait(self) -> list[T]:
         """Take every buffered event at once, oldest first, without waiting (no checkpoint).
@@ -263,13 +368,17 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         Raises:
             trio.ClosedResourceError: The consumer closed the stream.
         """
-        events: list[T] = []
-        take = self._receive.receive_nowait
-        try:
-            while True:
-                events.append(take())
-        except (trio.WouldBlock, trio.EndOfChannel):
-            return events
+        if self._consumer_closed:
+            raise trio.ClosedResourceError
+        events = self._buffer
+        if self._senders:
+            # Each event taken frees a place a waiting producer's event fills at once, so
+            # theirs are taken too (a memory channel drained in a loop would do the same).
+            self._take_senders(events, len(self._senders))
+        if not events:
+            return []
+        self._buffer = []
+        return events
 
     def __aiter__(self) -> Self:
         return self
@@ -278,15 +387,14 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         # A buffered event is taken without a scheduler round trip (a checkpoint costs many
         # times the take); the consumer still waits, a checkpoint, whenever the buffer runs
         # dry, so it never runs more than a buffer's worth of events without one.
-        receive = self._receive
         try:
-            return receive.receive_nowait()
+            return self.receive_nowait()
         except trio.WouldBlock:
             pass
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
         try:
-            return await receive.receive()
+            return await self.receive()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 
@@ -303,15 +411,18 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         """`aclose` without its checkpoint: for a consumer's ``finally`` block, where a
         checkpoint would need a shielded cancel scope around it."""
         self._consumer_closed = True
-        self._receive.close()
+        self._buffer = []
+        # Another task waiting in receive() gets ClosedResourceError; producers drop.
+        if self._readers:
+            self._readers.unpark_all()
+        self._drop_senders()
 
     def statistics(self) -> EventStreamStatistics:
         """Return a snapshot of the buffer and the stream's state."""
-        stats = self._send.statistics()
         return EventStreamStatistics(
-            buffered=stats.current_buffer_used,
+            buffered=len(self._buffer),
             max_buffer=self._max_buffer,
             done=self._done,
             consumer_closed=self._consumer_closed,
-            producers_waiting=stats.tasks_waiting_send,
+            producers_waiting=len(self._senders) if self._senders is not None else 0,
         )
