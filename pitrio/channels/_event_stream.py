@@ -2,8 +2,9 @@
 
 pi (``packages/ai/src/utils/event-stream.ts``) queues events in an unbounded array; here the
 array is bounded, and the tasks that wait on it (a consumer for events, a producer for room)
-wait in Trio's ``ParkingLot``s, so a producer that outruns its consumer is paused instead of
-growing memory without limit.
+wait as a Trio memory channel's do (``trio.lowlevel.wait_task_rescheduled``, woken with
+``reschedule``), so a producer that outruns its consumer is paused instead of growing memory
+without limit.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ class EventStreamStatistics:
     """True once the consumer called ``aclose()``; pushes are no-ops from then on."""
     producers_waiting: int
     """Tasks blocked in ``push`` because the buffer is full."""
+
+
+def _wake_oldest(waiting: dict[trio.lowlevel.Task, None]) -> None:
+    task = next(iter(waiting))
+    del waiting[task]
+    trio.lowlevel.reschedule(task)
 
 
 class EventStream(trio.abc.AsyncResource, Generic[T, R]):
@@ -121,11 +128,12 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._max_buffer = max_buffer
         # The events pushed and not yet received, oldest first.
         self._buffer: list[T] = []
-        # Tasks waiting in receive() for an event, made by the first that has to wait (most
-        # streams never need one); and the producers waiting for room, each with the event it
-        # pushes, oldest first: the consumer moves their events to the buffer as it takes
-        # events, as a memory channel moves a blocked sender's value.
-        self._readers: trio.lowlevel.ParkingLot | None = None
+        # Tasks waiting in receive() for an event, oldest first; and the producers waiting
+        # for room, each with the event it pushes, oldest first: the consumer moves their
+        # events to the buffer as it takes events, as a memory channel moves a blocked
+        # sender's value. (Dicts, not ParkingLots: a push tests for a waiting reader, and a
+        # dict's truth is no Python call.) Each is made by the first task that has to wait.
+        self._readers: dict[trio.lowlevel.Task, None] | None = None
         self._senders: dict[trio.lowlevel.Task, T] | None = None
         self._consumer_closed = False
         # _send_closed: the producer's side is closed (end(), or the completion event was
@@ -179,7 +187,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             return False
         buffer.append(event)
         if readers:
-            readers.unpark()
+            _wake_oldest(readers)
         return True
 
     async def _put(self, event: T) -> None:
@@ -225,7 +233,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
                 raise trio.WouldBlock
             buffer.append(event)
             if readers:
-                readers.unpark()
+                _wake_oldest(readers)
         # (The consumer left: dropped, and a completion event still records its result.)
         if self._is_complete(event):
             self._record(self._extract_result(event))
@@ -251,9 +259,15 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
     def _close_send(self) -> None:
         self._send_closed = True
         # Waiting consumers see the end once the buffer drains; waiting producers drop.
-        if self._readers:
-            self._readers.unpark_all()
+        self._wake_readers()
         self._drop_senders()
+
+    def _wake_readers(self) -> None:
+        readers = self._readers
+        if readers:
+            for task in readers:
+                trio.lowlevel.reschedule(task)
+            readers.clear()
 
     def _drop_senders(self) -> None:
         senders = self._senders
@@ -327,9 +341,17 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
             return event
         readers = self._readers
         if readers is None:
-            readers = self._readers = trio.lowlevel.ParkingLot()
+            readers = self._readers = {}
+        task = trio.lowlevel.current_task()
+
+        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            readers.pop(task, None)
+            return trio.lowlevel.Abort.SUCCEEDED
+
         while True:
-            await readers.park()
+            # Woken by a push (an event is buffered), or by the end or the close.
+            readers[task] = None
+            await trio.lowlevel.wait_task_rescheduled(abort)
             try:
                 return self.receive_nowait()
             except trio.WouldBlock:  # another reader took it first
@@ -413,8 +435,7 @@ class EventStream(trio.abc.AsyncResource, Generic[T, R]):
         self._consumer_closed = True
         self._buffer = []
         # Another task waiting in receive() gets ClosedResourceError; producers drop.
-        if self._readers:
-            self._readers.unpark_all()
+        self._wake_readers()
         self._drop_senders()
 
     def statistics(self) -> EventStreamStatistics:
