@@ -70,7 +70,6 @@ from pitrio.actors._loop import (
     ShouldStopAfterTurn,
     StreamFn,
     TransformContext,
-    message_update,
 )
 from pitrio.actors._messages import (
     AgentMessage,
@@ -775,7 +774,9 @@ class Agent:
             return None
         partial = event.partial
         self._stream_message = partial
-        delivery = self._bus.publish(message_update(event, partial))
+        delivery = self._bus.publish(
+            MessageUpdateEvent(assistant_message_event=event, message=partial)
+        )
         return None if delivery is DELIVERED else delivery
 
     async def _reduce_only(self, event: AgentEvent) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
-from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, TypeVar, get_args
+from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, TypeVar, cast, get_args
 
 import attrs
 import structlog
@@ -44,14 +44,19 @@ event, small enough that a stalled reader holds only a few kilobytes and, under 
 """
 
 
+_FINISHED: Final = cast(Generator[Any, None, None], iter(()))
+"""An exhausted iterator: awaiting an awaitable whose ``__await__`` returns it finishes at
+once with ``None`` (no checkpoint). One shared object: an exhausted iterator keeps no state,
+and a generator made per await would be an allocation and a frame per event."""
+
+
 class _Delivered:
     """The awaitable `Broadcast.publish` returns when it delivered everything itself."""
 
     __slots__ = ()
 
     def __await__(self) -> Generator[Any, None, None]:
-        return
-        yield  # a generator that returns at once, without a checkpoint
+        return _FINISHED
 
 
 DELIVERED: Final = _Delivered()

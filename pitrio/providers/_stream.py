@@ -16,7 +16,7 @@ from typing import Final, TypeAlias
 import trio
 
 from pitrio._exceptions import UsageError
-from pitrio.channels import EventStream
+from pitrio.channels import DELIVERED, EventStream
 from pitrio.providers._events import (
     AssistantMessageEvent,
     ErrorEvent,
@@ -74,12 +74,19 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         """Whether the terminal event has been pushed (the base stream is done)."""
         return self._done
 
-    async def emit(self, event: AssistantMessageEvent) -> None:
-        """Push ``event``, waiting while the consumer is a full buffer behind."""
+    def emit(self, event: AssistantMessageEvent) -> Awaitable[None]:
+        """Push ``event``; the caller awaits what this returns (``await out.emit(event)``),
+        which waits only while the consumer is a full buffer behind.
+
+        An event that fits in the buffer is pushed during the call and the awaitable returned
+        is `DELIVERED` (awaiting it is no checkpoint): a provider's per-delta push makes no
+        coroutine. Otherwise it is `push`'s coroutine, which waits for room.
+        """
         try:
             self.push_nowait(event)
         except trio.WouldBlock:
-            await self.push(event)
+            return self.push(event)
+        return DELIVERED
 
     def abort(self) -> None:
         """Cancel the provider; the stream then ends with an ``aborted`` error event.

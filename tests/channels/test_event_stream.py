@@ -376,3 +376,42 @@ async def test_receive_all_nowait_after_close_raises_closed_resource_error() -> 
     stream.close()
     with pytest.raises(trio.ClosedResourceError):
         stream.receive_all_nowait()
+
+
+@pytest.mark.parametrize("max_buffer", [0, 1, 3])
+async def test_producers_waiting_for_room_are_served_in_the_order_they_came(
+    autojump_clock, max_buffer
+):
+    """Several producers blocked on a full buffer: their events reach the consumer in the
+    order the producers started waiting, after the buffered ones, whichever way it reads."""
+    stream = make_stream(max_buffer=max_buffer)
+    for value in range(max_buffer):
+        stream.push_nowait(Ev("buffered", value))
+    async with trio.open_nursery() as nursery:
+        for value in range(3):
+            nursery.start_soon(stream.push, Ev("waiting", value))
+            await trio.testing.wait_all_tasks_blocked()
+        assert stream.statistics().producers_waiting == 3
+        first = await stream.__anext__()
+        rest = stream.receive_all_nowait()
+    stream.end()
+    received = [first, *rest, *await collect(stream)]
+    assert received == [Ev("buffered", v) for v in range(max_buffer)] + [
+        Ev("waiting", v) for v in range(3)
+    ]
+
+
+async def test_closing_wakes_another_task_waiting_to_receive(autojump_clock):
+    """A task waiting in receive() when the consumer side is closed gets
+    ClosedResourceError, not a wait forever."""
+    stream = make_stream()
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+
+            async def wait() -> None:
+                with pytest.raises(trio.ClosedResourceError):
+                    await stream.receive()
+
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            stream.close()

@@ -33,7 +33,6 @@ import attrs
 import trio
 
 from pitrio.providers._events import (
-    DELTA_FACTORIES,
     AssistantMessageEvent,
     DeltaEventType,
     DoneEvent,
@@ -174,20 +173,6 @@ _scripted_message: Final[Callable[..., AssistantMessage]] = positional_factory(
     ),
 )
 # --------------------------------------------------------------------------- the provider
-
-# The events of a stream, built from values in a fixed order (see
-# pitrio.providers._events.positional_factory): a short answer's events are mostly these.
-_start_event: Final = positional_factory(StartEvent, ("partial",))
-_text_start: Final = positional_factory(TextStartEvent, ("content_index", "partial"))
-_thinking_start: Final = positional_factory(ThinkingStartEvent, ("content_index", "partial"))
-_tool_call_start: Final = positional_factory(ToolCallStartEvent, ("content_index", "partial"))
-_text_end: Final = positional_factory(TextEndEvent, ("content_index", "content", "partial"))
-_thinking_end: Final = positional_factory(ThinkingEndEvent, ("content_index", "content", "partial"))
-_tool_call_end: Final = positional_factory(
-    ToolCallEndEvent, ("content_index", "tool_call", "partial")
-)
-_done_event: Final = positional_factory(DoneEvent, ("reason", "message"))
-_error_event: Final = positional_factory(ErrorEvent, ("reason", "error"))
 
 
 @attrs.define
@@ -338,7 +323,7 @@ class FauxProvider:
         # empty script's too (an abort that came meanwhile stops it there).
         await trio.lowlevel.checkpoint()
         if step is None:  # pi's faux sends the error alone, with no start event
-            await out.emit(_error_event("error", message))
+            await out.emit(ErrorEvent(reason="error", error=message))
         elif self._is_paced:
             await self._paced(message, out)
         else:
@@ -373,10 +358,19 @@ class FauxProvider:
 
     async def _paced(self, message: AssistantMessage, out: AssistantMessageEventStream) -> None:
         """Push ``message``'s events as pi's faux does at ``tokens_per_second``: the start and
-        each block's start, then its deltas, each ``tokens / tokens_per_second`` seconds
-        after the one before (the task sleeps on the Trio clock), then its end."""
+        each block's start, then its deltas, then its end.
+
+        Each delta is due ``tokens / tokens_per_second`` seconds after the one before, counted
+        from the answer's start on the Trio clock (a due time, not a sleep per chunk): the
+        task sleeps until the next delta is due, and when it wakes late it sends every delta
+        already due at once, as a paced server's bytes reach a late reader in one read. The
+        answer so ends when it is due however late its reader wakes, instead of drifting by
+        every late wake."""
         tps = self._tps
         assert tps is not None
+        current_time = trio.current_time
+        # The due time of the next delta, in seconds of the Trio clock.
+        due = current_time()
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
         snapshot = builder.snapshot
@@ -386,20 +380,21 @@ class FauxProvider:
         begun = sent = 0
         chunks: list[str] = []
         try:
-            await out.emit(_start_event(snapshot()))
+            await out.emit(StartEvent(partial=snapshot()))
             for block in blocks:
                 index, kind, event = _open_block(builder, block, snapshot)
                 await out.emit(event)
                 begun += 1
                 sent = 0
                 text = _block_text(block)
-                make = DELTA_FACTORIES[kind]
                 append = builder.chunk_appender(index)
                 chunks = _split(text, self._min, self._max, self._rng)
                 for number, chunk in enumerate(chunks, 1):
-                    await trio.sleep(_estimate_tokens(chunk) / tps)
+                    due += _estimate_tokens(chunk) / tps
+                    if current_time() < due:
+                        await trio.sleep_until(due)
                     append(chunk)
-                    await out.emit(make(index, chunk, snapshot()))
+                    await out.emit(kind(content_index=index, delta=chunk, partial=snapshot()))
                     sent = number
                 await out.emit(_close_block(builder, block, index, text, snapshot))
                 sent = len(chunks)
@@ -428,7 +423,7 @@ class FauxProvider:
         builder = AssistantMessageBuilder.for_message(message)
         out.attach(builder)
         snapshot = builder.snapshot
-        run: list[AssistantMessageEvent] = [_start_event(snapshot())]
+        run: list[AssistantMessageEvent] = [StartEvent(partial=snapshot())]
         add = run.append
         # A countdown across the blocks, not a modulo per chunk.
         countdown = period
@@ -436,7 +431,6 @@ class FauxProvider:
         for block, text, chunks in zip(blocks, texts, splits, strict=True):
             index, kind, event = _open_block(builder, block, snapshot)
             add(event)
-            make = DELTA_FACTORIES[kind]
             sole = builder.sole_block(index)
             if sole is not None:
                 # The usual answer, one block: its snapshots built here, without a call per
@@ -462,7 +456,7 @@ class FauxProvider:
                         partial._header = header
                         partial._states = sole
                         partial._count = count
-                        add(make(index, chunk, partial))
+                        add(kind(content_index=index, delta=chunk, partial=partial))
                     if stop >= total:
                         countdown -= total - position
                         break
@@ -483,7 +477,7 @@ class FauxProvider:
                         run = []
                         add = run.append
                     append(chunk)
-                    add(make(index, chunk, snapshot()))
+                    add(kind(content_index=index, delta=chunk, partial=snapshot()))
             add(_close_block(builder, block, index, text, snapshot))
         add(_terminal_event(message))
         yield run
@@ -551,14 +545,14 @@ def _open_block(
     start: AssistantMessageEvent
     if isinstance(block, TextContent):
         index = builder.add_text()
-        start = _text_start(index, snapshot())
+        start = TextStartEvent(content_index=index, partial=snapshot())
         return index, TextDeltaEvent, start
     if isinstance(block, ThinkingContent):
         index = builder.add_thinking()
-        start = _thinking_start(index, snapshot())
+        start = ThinkingStartEvent(content_index=index, partial=snapshot())
         return index, ThinkingDeltaEvent, start
     index = builder.add_tool_call(id=block.id, name=block.name)
-    start = _tool_call_start(index, snapshot())
+    start = ToolCallStartEvent(content_index=index, partial=snapshot())
     return index, ToolCallDeltaEvent, start
 
 
@@ -572,12 +566,12 @@ def _close_block(
     """The end event of block ``index``, its deltas all streamed."""
     end: AssistantMessageEvent
     if isinstance(block, TextContent):
-        end = _text_end(index, text, snapshot())
+        end = TextEndEvent(content_index=index, content=text, partial=snapshot())
     elif isinstance(block, ThinkingContent):
-        end = _thinking_end(index, text, snapshot())
+        end = ThinkingEndEvent(content_index=index, content=text, partial=snapshot())
     else:
         builder.set_arguments(index, block.arguments)
-        end = _tool_call_end(index, block, snapshot())
+        end = ToolCallEndEvent(content_index=index, tool_call=block, partial=snapshot())
     return end
 
 
@@ -585,9 +579,9 @@ def _terminal_event(message: AssistantMessage) -> AssistantMessageEvent:
     stop_reason = message.stop_reason
     terminal: AssistantMessageEvent
     if stop_reason == "error" or stop_reason == "aborted":
-        terminal = _error_event(stop_reason, message)
+        terminal = ErrorEvent(reason=stop_reason, error=message)
     else:
-        terminal = _done_event(stop_reason, message)
+        terminal = DoneEvent(reason=stop_reason, message=message)
     return terminal
 
 

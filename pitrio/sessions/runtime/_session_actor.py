@@ -653,6 +653,9 @@ class SessionActor(ModelCommands, UserBashCommands, PromptCommands):
         # finishes the delivery, which the bus awaits. The rest: _on_agent_event.
         if self._agent_event_hook:
             return self._on_agent_event(event)
+        if type(event) is MessageUpdateEvent:  # the per-token event, tested first
+            event_log = self.log
+            return None if event_log.closed else event_log.deliver(event)
         if type(event) is MessageStartEvent:
             if isinstance(event.message, UserMessage):
                 if self._steering_texts or self._follow_up_texts:

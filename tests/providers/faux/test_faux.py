@@ -751,6 +751,31 @@ async def test_concurrent_paced_streams_each_keep_their_pace(
     assert times == [expected] * 50
 
 
+async def test_a_paced_answer_woken_late_sends_what_is_due_and_ends_on_time(
+    autojump_clock: trio.testing.MockClock, registry: ProviderRegistry
+) -> None:
+    """Each delta is due at a time counted from the answer's start, not a sleep after the
+    one before: a provider held back (here by a reader that stalls once, with a buffer of
+    one) sends every delta already due as soon as it can, and the answer still ends when its
+    last delta is due (10 ms for ten 1 ms deltas), not 5 ms later."""
+    faux = register_faux_provider(
+        api="faux", token_size=(1, 1), tokens_per_second=1_000, registry=registry
+    )
+    faux.set_responses([faux_assistant_message("abcd" * 10)])
+    model = faux.get_model()
+    assert model is not None
+    start = trio.current_time()
+    stamps: list[float] = []
+    async with trio.open_nursery() as nursery:
+        events = start_stream(nursery, model, Context(), registry=registry, max_buffer=1)
+        async for event in events:
+            if isinstance(event, TextDeltaEvent):
+                stamps.append(round((trio.current_time() - start) * 1000, 6))
+                if len(stamps) == 1:
+                    await trio.sleep(0.005)
+    assert stamps == [1, 6, 6, 6, 6, 6, 7, 8, 9, 10]
+
+
 @pytest.mark.parametrize("paced", [False, True])
 async def test_an_answer_aborted_while_its_reader_lags_ends_with_what_the_reader_got(
     autojump_clock: trio.testing.MockClock, registry: ProviderRegistry, paced: bool
