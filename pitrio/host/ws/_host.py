@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 import structlog
@@ -64,6 +64,9 @@ __all__ = [
     "new_token",
     "resolve_session_cwd",
 ]
+
+if TYPE_CHECKING:
+    from pitrio.host.ws._cluster import ClusterLink
 
 log = structlog.get_logger("pitrio.host")
 
@@ -269,6 +272,8 @@ class LiveSession:
         self._changed = trio.Event()
         self._close = trio.Event()
         self.closed = trio.Event()
+        self.dropped = False
+        """Closed because another node of the cluster owns the session now (:meth:`drop`)."""
         self._tasks: trio.Nursery | None = None
         self._load_errors: list[ExtensionErrorEvent] = []
         self.bash_operations: BashOperations | None = None
@@ -357,7 +362,7 @@ class LiveSession:
                     del task_status
                     await self._close.wait()
                     tasks.cancel_scope.cancel()
-                if journal is not None and not self.session.is_streaming:
+                if journal is not None and not self.session.is_streaming and not self.dropped:
                     # Closed with no run (close aborts it first): no answer is in flight,
                     # whether or not the journal saw the last message end.
                     await journal.discard()
@@ -380,6 +385,13 @@ class LiveSession:
                 await self.session.abort()
         self._close.set()
         await self.closed.wait()
+
+    def drop(self) -> None:
+        """Stop serving the session at once, without aborting its run first: another node of
+        the cluster owns it now (its lease lapsed or a newer epoch wrote). Its clients get
+        ``session_closed`` and reopen it, reaching the new owner."""
+        self.dropped = True
+        self._close.set()
 
     async def wait_idle(self) -> None:
         """Return once no long command and no run is in progress."""
@@ -454,6 +466,8 @@ class HostApi(Protocol):
     metrics: HostMetrics
     sessions: dict[str, LiveSession]
     draining: bool
+    cluster: ClusterLink | None
+    """The host's cluster node (``pitrio serve --cluster``), else ``None``."""
 
     def live_session(self, token: str, session_id: str) -> LiveSession: ...
 
