@@ -535,8 +535,12 @@ class Client:
                     'Invalid open_session command: "epoch" must be an integer >= 0',
                 )
             cluster = host.cluster
-            if cluster is not None and not cluster.owns(session):
-                await self._open_remote(session, resume, epoch, id_, type_)
+            # Not live here: its owner (which opens it if nobody does: maybe this node) answers.
+            if (
+                cluster is not None
+                and session not in host.sessions
+                and await self._open_remote(session, resume, epoch, id_, type_)
+            ):
                 return
             live = await host.open_session(self.token, session)
             previous = self.attached.pop(session, None)
@@ -600,9 +604,10 @@ class Client:
 
     async def _open_remote(
         self, session: str, resume: int | None, epoch: int | None, id_: Any, command: str
-    ) -> None:
-        """``open_session`` of a session another node owns: the owner opens it (if it is
-        not live there yet), its events are relayed from the session's stream."""
+    ) -> bool:
+        """``open_session`` of a session not live here: its owner opens it (if it is not live
+        there yet), its events are relayed from the session's stream. False when the cluster
+        routed the opening to this node (the session is live here now: attach as usual)."""
         host = self.host
         cluster = host.cluster
         assert cluster is not None
@@ -611,6 +616,8 @@ class Client:
             if not host.tokens.may_open(self.token, session):
                 raise CommandRefused("unknown_session", f"Unknown session: {session}")
         opened = await cluster.forward(session, {"op": "open", "token": self.token})
+        if session in host.sessions:
+            return False
         now = (int(opened["epoch"]), int(opened["seq"]))
         cursor = now if resume is None else (now[0] if epoch is None else epoch, resume)
         previous = self.attached.pop(session, None)
@@ -619,6 +626,7 @@ class Client:
         nursery = self._nursery
         assert nursery is not None
         await nursery.start(self._relay, session, cursor, now, id_, command)
+        return True
 
     async def _relay(
         self,

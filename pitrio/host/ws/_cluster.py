@@ -14,10 +14,12 @@
 
 A session lives on the node that holds its lease (its *owner*); every other node is a
 *gateway* for it: a client's command is forwarded to the owner through the cluster
-(:meth:`ClusterLink.forward`, the request id is the idempotency key) and its events are read
-from the session's stream (:meth:`ClusterNode.read_events`). The host uses only the small
+(:meth:`ClusterLink.forward`, the request id is the idempotency key; the cluster routes it to
+the lease's holder, or to the node placement gives the session to when nobody holds it, which
+then opens it) and its events are read from the session's stream
+(:meth:`ClusterNode.read_events`). The host uses only the small
 :class:`ClusterNode` interface: :mod:`pitrio.host.cluster` implements it over Redis Streams
-(:func:`open_cluster_link`), tests with an in-memory fake.
+(:mod:`pitrio.host.ws._cluster_redis`), tests with an in-memory fake.
 
 A stream entry's payload is a tag byte, the owner's wall time (8 bytes, little-endian double:
 the gateways' relay lag), then the body: ``E`` and the event's JSON (as the single-node host
@@ -131,13 +133,16 @@ class ClusterNode(Protocol):
     @property
     def node_id(self) -> str: ...
 
-    def owner_of(self, session_id: str) -> str:
-        """The node that owns ``session_id`` now (holds its lease), else the node placement
-        gives it to."""
+    async def claim(self, session_id: str) -> int:
+        """Take ``session_id``'s lease; returns its new epoch (greater than every earlier).
+
+        Raises:
+            CommandRefused: another live node holds it, or this node is no member now.
+        """
         ...
 
-    async def claim(self, session_id: str) -> int:
-        """Take ``session_id``'s lease; returns its new epoch (greater than every earlier)."""
+    async def release(self, session_id: str) -> None:
+        """Give up ``session_id``'s lease (closed here: the next opening claims a new epoch)."""
         ...
 
     async def append_events(
@@ -226,10 +231,6 @@ class ClusterLink:
     def node_id(self) -> str:
         return self.node.node_id
 
-    def owns(self, session_id: str) -> bool:
-        """Whether the session is live here, or placement would open it here."""
-        return session_id in self.host.sessions or self.node.owner_of(session_id) == self.node_id
-
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve forwarded commands and ownership changes until cancelled."""
         async with trio.open_nursery() as nursery:
@@ -287,8 +288,11 @@ class ClusterLink:
                     await self._append(live, pending)
                 last = session.seq
             if not live.dropped:
-                # Closed here (close_session, idle, drain): its gateways tell their clients.
+                # Closed here (close_session, idle, drain): its gateways tell their clients,
+                # and the lease goes (a reopening, here or elsewhere, is a new epoch).
                 await self._append(live, [(last + 1, encode_closed())])
+                if live.id not in self.host.sessions:
+                    await self.node.release(live.id)
         except OwnershipLost:
             self.lost_total += 1
             live.log.warning("session_ownership_lost", epoch=live.epoch)
