@@ -291,7 +291,8 @@ class ClusterLink:
                 # Closed here (close_session, idle, drain): its gateways tell their clients,
                 # and the lease goes (a reopening, here or elsewhere, is a new epoch).
                 await self._append(live, [(last + 1, encode_closed())])
-                if live.id not in self.host.sessions:
+                await live.closed.wait()
+                if self.host.sessions.get(live.id) in (None, live):
                     await self.node.release(live.id)
         except OwnershipLost:
             self.lost_total += 1

@@ -149,10 +149,12 @@ class RedisNode:
         self, session_id: str, after: tuple[int, int]
     ) -> AsyncIterator[AsyncIterator[StreamEntry | None]]:
         follower = self._hub.follow(session_id)
+        entries = self._entries(session_id, after, follower)
         try:
-            yield self._entries(session_id, after, follower)
+            yield entries
         finally:
             self._hub.unfollow(session_id, follower)
+            await entries.aclose()
 
     async def _catch_up(self, session_id: str, after: tuple[int, int]) -> list[StreamEntry] | None:
         read = await self._node.read_events(session_id, after)
@@ -193,7 +195,11 @@ class RedisNode:
 
     @asynccontextmanager
     async def _commands(self) -> AsyncIterator[AsyncIterator[IncomingCommand]]:
-        yield self._each_command()
+        each = self._each_command()
+        try:
+            yield each
+        finally:
+            await each.aclose()
 
     async def _each_command(self) -> AsyncIterator[IncomingCommand]:
         async for command in self._node.commands():
@@ -206,7 +212,11 @@ class RedisNode:
 
     @asynccontextmanager
     async def _ownership(self) -> AsyncIterator[AsyncIterator[SessionAssigned | SessionLost]]:
-        yield self._each_change()
+        each = self._each_change()
+        try:
+            yield each
+        finally:
+            await each.aclose()
 
     async def _each_change(self) -> AsyncIterator[SessionAssigned | SessionLost]:
         from pitrio.host.cluster import SessionAssigned as Assigned
