@@ -14,14 +14,18 @@ process exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import functools
+import importlib.util
 import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TextIO
+
+import attrs
 
 if TYPE_CHECKING:
     from pitrio.host import (
@@ -131,6 +135,27 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help="comma-separated built-in tools a client token's sessions get unless its "
         "create_token grant names others (default: read,grep,find,ls)",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="redis://HOST:PORT",
+        help="join the cluster of hosts sharing this Redis (needs pitrio[cluster]; every node "
+        "must reach the same --session-dir and use the same --token): any node serves any "
+        "session, a dead node's sessions move to the others (README, Scaling out)",
+    )
+    parser.add_argument("--node-id", help="this node's name in the cluster (default: a random one)")
+    parser.add_argument(
+        "--advertise",
+        metavar="ws://HOST:PORT",
+        help="the address other nodes and clients reach this one at (default: the address "
+        "it listens on)",
+    )
+    parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=5.0,
+        help="seconds a silent node keeps its sessions before another takes them over "
+        "(--cluster; default: %(default)g)",
     )
     parser.add_argument("--provider", help="the sessions' provider (as pitrio --provider)")
     parser.add_argument("--model", help="the sessions' model (as pitrio --model)")
@@ -363,8 +388,25 @@ def _client_tools(flag: str | None) -> dict[str, Any]:
     return {"client_tools": names}
 
 
-async def run_host(factory: SessionFactory, config: HostConfig, *, err: TextIO) -> int:
-    """Serve until ``SIGTERM``/``SIGINT``, then drain; returns the exit status (0)."""
+@attrs.frozen(kw_only=True)
+class ClusterOptions:
+    """``--cluster`` and the flags that go with it."""
+
+    url: str
+    node_id: str | None = None
+    advertise: str | None = None
+    lease_ttl: float = 5.0
+
+
+async def run_host(
+    factory: SessionFactory,
+    config: HostConfig,
+    *,
+    err: TextIO,
+    cluster: ClusterOptions | None = None,
+) -> int:
+    """Serve until ``SIGTERM``/``SIGINT``, then drain; returns the exit status (0). With
+    ``cluster``, the host joins the cluster once it listens (its address is then known)."""
     import trio
 
     from pitrio.host import Host
@@ -372,8 +414,27 @@ async def run_host(factory: SessionFactory, config: HostConfig, *, err: TextIO) 
 
     host = Host(factory, config)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with open_http_client(), trio.open_nursery() as nursery:
+        async with (
+            open_http_client(),
+            contextlib.AsyncExitStack() as stack,
+            trio.open_nursery() as nursery,
+        ):
             await nursery.start(host.run)
+            if cluster is not None:
+                from pitrio.host.ws._cluster_redis import open_redis_node
+
+                # Entered after the host listens, left after it drained (the stack is
+                # outside the nursery): its last appends and lease releases still reach Redis.
+                node = await stack.enter_async_context(
+                    open_redis_node(
+                        cluster.url,
+                        node_id=cluster.node_id,
+                        address=cluster.advertise or host.ws_url.rsplit("/", 1)[0],
+                        lease_ttl=cluster.lease_ttl,
+                    )
+                )
+                await host.join_cluster(node)
+                err.write(f"pitrio serve: node {node.node_id} of the cluster at {cluster.url}\n")
             err.write(
                 f"pitrio serve: listening on {host.url} token={host.token} page={host.page_url}\n"
             )
@@ -461,6 +522,19 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     except CliError as exc:
         err.write(f"{exc}\n")
         return 1
+    cluster = None
+    if args.cluster:
+        if importlib.util.find_spec("coredis") is None:
+            from pitrio.host.ws._cluster_redis import missing_extra_message
+
+            err.write(f"pitrio serve: {missing_extra_message()}\n")
+            return 2
+        cluster = ClusterOptions(
+            url=args.cluster,
+            node_id=args.node_id,
+            advertise=args.advertise,
+            lease_ttl=args.lease_ttl,
+        )
     factory = make_session_factory(
         cwd=cwd,
         env=environ,
@@ -472,7 +546,7 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
         no_extensions=args.no_extensions,
     )
     try:
-        return trio.run(functools.partial(run_host, factory, config, err=err))
+        return trio.run(functools.partial(run_host, factory, config, err=err, cluster=cluster))
     except BaseException as exc:
         # The listening socket is bound inside the host's nursery, so a taken port arrives
         # wrapped in an exception group: one line for the user, never a trace.

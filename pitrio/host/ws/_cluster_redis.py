@@ -18,7 +18,7 @@ queue only marks the follower behind.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -164,7 +164,7 @@ class RedisNode:
 
     async def _entries(
         self, session_id: str, cursor: tuple[int, int], follower: _Follower
-    ) -> AsyncIterator[StreamEntry | None]:
+    ) -> AsyncGenerator[StreamEntry | None]:
         missed = await self._catch_up(session_id, cursor)
         while True:
             if missed is None:
@@ -201,7 +201,7 @@ class RedisNode:
         finally:
             await each.aclose()
 
-    async def _each_command(self) -> AsyncIterator[IncomingCommand]:
+    async def _each_command(self) -> AsyncGenerator[IncomingCommand]:
         async for command in self._node.commands():
             yield _Incoming(command.session_id, command.request_id, command.payload, command.reply)
 
@@ -218,7 +218,7 @@ class RedisNode:
         finally:
             await each.aclose()
 
-    async def _each_change(self) -> AsyncIterator[SessionAssigned | SessionLost]:
+    async def _each_change(self) -> AsyncGenerator[SessionAssigned | SessionLost]:
         from pitrio.host.cluster import SessionAssigned as Assigned
 
         async for change in self._node.ownership_events():

@@ -204,6 +204,19 @@ class Host:
         log.info("host_stopped")
         self._stopped.set()
 
+    async def join_cluster(self, node: ClusterNode) -> None:
+        """Become a node of a cluster once listening (``pitrio serve --cluster``, whose node
+        announces the address the host listens on): see ``cluster`` in :class:`Host`.
+
+        Raises:
+            RuntimeError: the host is not running, or is already in a cluster.
+        """
+        nursery = self._sessions_nursery
+        if nursery is None or self.cluster is not None:
+            raise RuntimeError("join_cluster: the host is not running or already joined")
+        self.cluster = ClusterLink(node, self)
+        await nursery.start(self.cluster.run)
+
     # ------------------------------------------------------------------ sessions
 
     def _check_token_may_open(self, token: str, session_id: str) -> None:
