@@ -34,7 +34,7 @@ SUMMARY_KEYS = {
     "events_per_s", "tokens", "text_deltas", "tokens_per_s", "loop_lag_mean_ms",
     "loop_lag_p50_ms", "loop_lag_p99_ms", "loop_lag_max_ms", "rss_baseline_mb", "peak_rss_mb",
     "peak_rss_hwm_mb", "rss_per_session_kb", "host_metrics_before", "host_metrics_after",
-    "errors", "errors_by_kind", "error_samples", "env",
+    "nodes", "errors", "errors_by_kind", "error_samples", "env",
 }  # fmt: skip
 """The summary's keys, as the README's load-testing section documents them."""
 
