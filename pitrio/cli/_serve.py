@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import errno
 import functools
-import importlib.util
 import os
 import signal
 import sys
@@ -524,7 +523,9 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
         return 1
     cluster = None
     if args.cluster:
-        if importlib.util.find_spec("coredis") is None:
+        try:
+            import coredis  # noqa: F401  (only to say what is missing, before starting)
+        except ImportError:
             from pitrio.host.ws._cluster_redis import missing_extra_message
 
             err.write(f"pitrio serve: {missing_extra_message()}\n")
