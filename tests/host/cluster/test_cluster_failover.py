@@ -26,7 +26,7 @@ import pytest
 import trio
 
 from tests.host.serve_helpers import Client, faux_env, open_client
-from tests.host.ws.test_serve_crash import View, _deltas, _is_end, file_messages, pump
+from tests.host.ws.test_serve_crash import View, _deltas, _is_end, file_messages
 
 pytest.importorskip("coredis")
 
