@@ -119,7 +119,7 @@ def test_no_private_module_imports_its_importer() -> None:
 
 SUBLAYERS = {
     "sessions": ["resources", "storage", "settings", "context", "compaction", "runtime"],
-    "host": ["rpc", "ws", "load"],
+    "host": ["cluster", "rpc", "ws", "load"],
 }
 """Inside a layer, its subpackages bottom to top (ARCHITECTURE.md s.1): a subpackage imports
 its own and the ones below it; the layer's ``__init__`` and public modules sit on top."""

@@ -38,10 +38,10 @@ from pitrio.codec import to_wire
 from pitrio.host.rpc import _types as rpc
 from pitrio.host.rpc._jsonl import JsonParseError, js_json, parse_json_line
 from pitrio.host.rpc._types import MISSING, RpcResponse
-from pitrio.host.ws._cluster import decode_payload
 from pitrio.host.ws._dispatch import ACTING_COMMANDS as ACTING_COMMANDS
 from pitrio.host.ws._dispatch import dispatch_session_command
 from pitrio.host.ws._host import CommandRefused, HostApi, LiveSession
+from pitrio.host.ws._stream import decode_payload
 from pitrio.sessions import SessionSnapshot
 from pitrio.tools.builtin import builtin_tool_names
 
@@ -670,7 +670,7 @@ class Client:
         cluster = self.host.cluster
         assert cluster is not None
         while True:
-            async with cluster.node.read_events(session_id, cursor) as entries:
+            async with cluster.read_events(session_id, cursor) as entries:
                 async for entry in entries:
                     if entry is None:
                         break  # trimmed past the cursor: a snapshot, then on from there

@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-import struct
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 import orjson
@@ -47,10 +46,16 @@ from pitrio._exceptions import PitrioError
 from pitrio.channels import Snapshot
 from pitrio.host.rpc import _types as rpc
 from pitrio.host.rpc._types import RpcResponse
-from pitrio.host.ws._host import CommandRefused, LiveSession, log_failure
-
-if TYPE_CHECKING:
-    from pitrio.host.ws._serve import Host
+from pitrio.host.ws._client import _splice, snapshot_frame
+from pitrio.host.ws._dispatch import dispatch_session_command
+from pitrio.host.ws._host import CommandRefused, HostApi, LiveSession, log_failure
+from pitrio.host.ws._stream import (
+    StreamEntry,
+    decode_payload,
+    encode_closed,
+    encode_event,
+    encode_snapshot,
+)
 
 __all__ = [
     "APPEND_BATCH",
@@ -78,22 +83,12 @@ FORWARD_TIMEOUT: Final = 60.0
 """Seconds a forwarded command may take (through a failover: the new owner runs it)."""
 TOKENS_REFRESH: Final = 1.0
 """Seconds between two looks at the shared tokens file."""
-_STAMP: Final = struct.Struct("<d")
 _request_ids = itertools.count(1)
 
 
 class OwnershipLost(PitrioError):
     """This node's append to a session's stream was refused: another node owns it now (a
     newer epoch), or this node's lease lapsed."""
-
-
-@attrs.frozen
-class StreamEntry:
-    """One entry of a session's stream."""
-
-    epoch: int
-    seq: int
-    payload: bytes
 
 
 @attrs.frozen
@@ -182,27 +177,6 @@ class ClusterNode(Protocol):
         ...
 
 
-def encode_event(wire: bytes, now: float | None = None) -> bytes:
-    """A stream payload for an event's JSON."""
-    return b"E" + _STAMP.pack(time.time() if now is None else now) + wire
-
-
-def encode_snapshot(frame: str, now: float | None = None) -> bytes:
-    """A stream payload for a whole ``snapshot`` frame."""
-    return b"S" + _STAMP.pack(time.time() if now is None else now) + frame.encode()
-
-
-def encode_closed(now: float | None = None) -> bytes:
-    """The stream payload that ends a session's epoch: its owner closed it."""
-    return b"C" + _STAMP.pack(time.time() if now is None else now)
-
-
-def decode_payload(payload: bytes) -> tuple[str, float, bytes]:
-    """``(tag, owner's wall time, body)`` of a stream payload."""
-    (stamp,) = _STAMP.unpack_from(payload, 1)
-    return payload[:1].decode(), stamp, payload[1 + _STAMP.size :]
-
-
 class ClusterLink:
     """The host's side of its cluster node: what it owns, what it forwards, its counters.
 
@@ -211,7 +185,7 @@ class ClusterLink:
         host: the host it serves.
     """
 
-    def __init__(self, node: ClusterNode, host: Host) -> None:
+    def __init__(self, node: ClusterNode, host: HostApi) -> None:
         self.node = node
         self.host = host
         self.takeovers_total = 0
@@ -261,8 +235,6 @@ class ClusterLink:
         state now, then every event, batched. A refused append drops the local copy."""
         session = live.session
         snapshot = Snapshot(seq=session.seq, state=session.snapshot())
-        from ._client import snapshot_frame
-
         first = encode_snapshot(snapshot_frame(live.id, snapshot, live.epoch))
         pending: list[tuple[int, bytes]] = [(snapshot.seq, first)]
         try:
@@ -271,20 +243,12 @@ class ClusterLink:
             ) as events:
                 await self._append(live, pending)
                 async for item in events:
-                    if isinstance(item, Snapshot):
-                        # The ring moved on before this writer read (it never lags: "block").
-                        frame = snapshot_frame(live.id, item, live.epoch)
-                        pending = [(item.seq, encode_snapshot(frame))]
-                    else:
-                        pending = [(item.seq, encode_event(item.wire))]
+                    pending = [self._entry(live, item)]
                     while len(pending) < APPEND_BATCH:
                         try:
-                            more = events.receive_nowait()
+                            pending.append(self._entry(live, events.receive_nowait()))
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                        if isinstance(more, Snapshot):
-                            break  # (never with "block"; a snapshot starts its own batch)
-                        pending.append((more.seq, encode_event(more.wire)))
                     await self._append(live, pending)
                 last = session.seq
             if not live.dropped:
@@ -301,6 +265,13 @@ class ClusterLink:
         except Exception:
             log_failure(live.log, "session_stream_failed")
             live.drop()
+
+    @staticmethod
+    def _entry(live: LiveSession, item: Any) -> tuple[int, bytes]:
+        if isinstance(item, Snapshot):
+            # The ring moved on before this writer read (not with "block": kept for safety).
+            return item.seq, encode_snapshot(snapshot_frame(live.id, item, live.epoch))
+        return item.seq, encode_event(item.wire)
 
     async def _append(self, live: LiveSession, batch: list[tuple[int, bytes]]) -> None:
         began = trio.current_time()
@@ -357,8 +328,6 @@ class ClusterLink:
 
     async def _answer(self, session_id: str, request: dict[str, Any]) -> dict[str, Any]:
         """Run a forwarded request on the local session (opening it first if need be)."""
-        from ._client import snapshot_frame
-
         host = self.host
         token = str(request.get("token", ""))
         if not host.tokens.active(token):
@@ -384,8 +353,6 @@ class ClusterLink:
 
     async def _command(self, token: str, session_id: str, request: dict[str, Any]) -> str:
         """A forwarded session command's response frame (as the client's own host sends it)."""
-        from ._client import _splice
-        from ._dispatch import dispatch_session_command
 
         try:
             decoded = rpc.decode_command(request.get("frame"))
@@ -430,6 +397,12 @@ class ClusterLink:
             raise CommandRefused(str(answer.get("kind")), str(answer.get("error")))
         return answer
 
+    def read_events(
+        self, session_id: str, after: tuple[int, int]
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEntry | None]]:
+        """The session's stream after ``after`` (see :meth:`ClusterNode.read_events`)."""
+        return self.node.read_events(session_id, after)
+
     def relayed(self, stamp: float) -> None:
         """Note the relay lag of an entry the owner wrote at ``stamp`` (wall time)."""
         self.relay_lag = max(0.0, time.time() - stamp)
@@ -452,11 +425,11 @@ class ClusterLink:
         return values
 
 
-OpenLink = Callable[["Host"], AbstractAsyncContextManager[ClusterLink]]
+OpenLink = Callable[[HostApi], AbstractAsyncContextManager[ClusterLink]]
 """Opens a host's cluster link (``pitrio serve --cluster``): joins the cluster for the
 duration of the context."""
 
 
-def partial_link(node: ClusterNode) -> Callable[[Host], ClusterLink]:
+def partial_link(node: ClusterNode) -> Callable[[HostApi], ClusterLink]:
     """A link factory for an already open node (tests, embedding)."""
     return functools.partial(ClusterLink, node)

@@ -20,9 +20,9 @@ import functools
 import glob
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 import structlog
@@ -34,6 +34,7 @@ from pitrio.host.rpc._types import RpcRequest
 from pitrio.host.ws._journal import TurnJournal
 from pitrio.host.ws._metrics import HostMetrics
 from pitrio.host.ws._policy import DEFAULT_CLIENT_TOOLS, Confinement
+from pitrio.host.ws._stream import StreamEntry
 from pitrio.host.ws._tokens import Tokens, new_token
 from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
 from pitrio.sessions.storage._journal import write_epoch
@@ -64,9 +65,6 @@ __all__ = [
     "new_token",
     "resolve_session_cwd",
 ]
-
-if TYPE_CHECKING:
-    from pitrio.host.ws._cluster import ClusterLink
 
 log = structlog.get_logger("pitrio.host")
 
@@ -458,16 +456,35 @@ class LiveSession:
                 await changed.wait()
 
 
+class GatewayApi(Protocol):
+    """What a connection uses of its host's cluster link (a gateway's side of
+    :class:`~pitrio.host.ws._cluster.ClusterLink`)."""
+
+    gateway_clients: int
+
+    async def forward(self, session_id: str, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    def read_events(
+        self, session_id: str, after: tuple[int, int]
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEntry | None]]: ...
+
+    def relayed(self, stamp: float) -> None: ...
+
+
 class HostApi(Protocol):
-    """What a connection uses of its host (:class:`~pitrio.host.Host`)."""
+    """What a connection (and a cluster link) uses of its host (:class:`~pitrio.host.Host`)."""
 
     config: HostConfig
+    token: str
     tokens: Tokens
     metrics: HostMetrics
     sessions: dict[str, LiveSession]
     draining: bool
-    cluster: ClusterLink | None
-    """The host's cluster node (``pitrio serve --cluster``), else ``None``."""
+
+    @property
+    def cluster(self) -> GatewayApi | None:
+        """The host's cluster link (``pitrio serve --cluster``), else ``None``."""
+        ...
 
     def live_session(self, token: str, session_id: str) -> LiveSession: ...
 
