@@ -412,37 +412,47 @@ async def run_host(
     from pitrio.providers import open_http_client
 
     host = Host(factory, config)
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with (
-            open_http_client(),
-            contextlib.AsyncExitStack() as stack,
-            trio.open_nursery() as nursery,
-        ):
-            await nursery.start(host.run)
-            if cluster is not None:
-                from pitrio.host.ws._cluster_redis import open_redis_node
+    stopped = trio.Event()
 
-                # Entered after the host listens, left after it drained (the stack is
-                # outside the nursery): its last appends and lease releases still reach Redis.
-                node = await stack.enter_async_context(
-                    open_redis_node(
-                        cluster.url,
-                        node_id=cluster.node_id,
-                        address=cluster.advertise or host.ws_url.rsplit("/", 1)[0],
-                        lease_ttl=cluster.lease_ttl,
+    async def serve(*, task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await host.run(task_status=task_status)
+        finally:
+            stopped.set()
+
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with open_http_client(), trio.open_nursery() as nursery:
+            await nursery.start(serve)
+            # The cluster node is entered after the host listens (its address is known then)
+            # and left once the host has stopped: its last appends and lease releases still
+            # reach Redis, and no task of the host uses it any more.
+            async with contextlib.AsyncExitStack() as stack:
+                if cluster is not None:
+                    from pitrio.host.ws._cluster_redis import open_redis_node
+
+                    node = await stack.enter_async_context(
+                        open_redis_node(
+                            cluster.url,
+                            node_id=cluster.node_id,
+                            address=cluster.advertise or host.ws_url.rsplit("/", 1)[0],
+                            lease_ttl=cluster.lease_ttl,
+                        )
                     )
+                    await host.join_cluster(node)
+                    err.write(
+                        f"pitrio serve: node {node.node_id} of the cluster at {cluster.url}\n"
+                    )
+                err.write(
+                    f"pitrio serve: listening on {host.url} token={host.token} "
+                    f"page={host.page_url}\n"
                 )
-                await host.join_cluster(node)
-                err.write(f"pitrio serve: node {node.node_id} of the cluster at {cluster.url}\n")
-            err.write(
-                f"pitrio serve: listening on {host.url} token={host.token} page={host.page_url}\n"
-            )
-            err.flush()
-            async for received in signals:
-                err.write(f"pitrio serve: {signal.Signals(received).name}, draining\n")
                 err.flush()
-                break
-            await host.drain()
+                async for received in signals:
+                    err.write(f"pitrio serve: {signal.Signals(received).name}, draining\n")
+                    err.flush()
+                    break
+                await host.drain()
+                await stopped.wait()
             nursery.cancel_scope.cancel()
     err.write("pitrio serve: stopped\n")
     err.flush()

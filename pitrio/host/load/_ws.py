@@ -207,6 +207,7 @@ class WsTarget:
         session: str,
         text: str,
         observer: PromptObserver,
+        node: _Node,
     ) -> tuple[str, str] | None:
         """Send one prompt and observe the session's events until ``agent_end``; returns the
         error when the host refused the prompt or dropped this client."""
@@ -225,6 +226,7 @@ class WsTarget:
             if event.get("session") != session or kind == "snapshot":
                 continue
             observer.on_wire(event)
+            node.tally.events += 1
             if kind == "agent_end":
                 return None
 
@@ -255,11 +257,11 @@ class WsTarget:
                     await ctx.gate.wait()
                     for k in range(config.prompts):
                         observer.begin()
-                        events_before = ctx.tally.events
-                        error = await self._prompt(ws, session, prompt_text(index, k), observer)
+                        error = await self._prompt(
+                            ws, session, prompt_text(index, k), observer, node
+                        )
                         last = k == config.prompts - 1
                         result = observer.finish(index, last=last, error=error)
-                        node.tally.events += ctx.tally.events - events_before
                         node.tally.record(result)
                         await results.send(result)
                     await self._command(ws, {"type": "close_session", "session": session})
