@@ -12,6 +12,12 @@
      +-- JsonParseError (also ValueError)        pitrio.host: a JSONL line that is not JSON
      +-- InvalidCommand (also ValueError)        pitrio.host: an RPC command of the wrong shape
      +-- UnknownCommand (also LookupError)       pitrio.host: an RPC command type pi lacks
+     +-- ClusterError                            pitrio.host.cluster: the Redis Streams layer
+     |    +-- LeaseHeld                          a live other node holds the lease (name, holder)
+     |    +-- StaleOwner                         a fenced write by a lost owner (session_id, epoch)
+     |    +-- NotAMember                         this node's membership lease is gone
+     |    +-- CommandTimeout (also TimeoutError) no reply to a routed command in time
+     |    +-- ClusterUnavailable (also ConnectionError)  Redis unreachable or failing requests
      +-- CliError                                pitrio.cli: a command line that cannot run
      +-- ExportError                             pitrio.cli: a session that cannot be exported
      +-- FauxScriptError (also ValueError)       pitrio.cli: a PITRIO_FAUX_SCRIPT that is unusable

@@ -119,6 +119,7 @@ def test_no_private_module_imports_its_importer() -> None:
 
 SUBLAYERS = {
     "sessions": ["resources", "storage", "settings", "context", "compaction", "runtime"],
+    # cluster (Redis Streams) is lowest: it imports nothing else of host; ws drives it.
     "host": ["cluster", "rpc", "ws", "load"],
 }
 """Inside a layer, its subpackages bottom to top (ARCHITECTURE.md s.1): a subpackage imports
