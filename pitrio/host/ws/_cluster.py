@@ -42,7 +42,6 @@ import orjson
 import structlog
 import trio
 
-from pitrio._exceptions import PitrioError
 from pitrio.channels import Snapshot
 from pitrio.host.rpc import _types as rpc
 from pitrio.host.rpc._types import RpcResponse
@@ -86,9 +85,10 @@ TOKENS_REFRESH: Final = 1.0
 _request_ids = itertools.count(1)
 
 
-class OwnershipLost(PitrioError):
+class OwnershipLost(Exception):
     """This node's append to a session's stream was refused: another node owns it now (a
-    newer epoch), or this node's lease lapsed."""
+    newer epoch), or this node's lease lapsed. Raised by a :class:`ClusterNode` to its host,
+    which drops the session; it never reaches a caller (so it is no ``PitrioError``)."""
 
 
 @attrs.frozen
