@@ -16,7 +16,10 @@ import attrs
 import orjson
 import trio
 
-USAGE = "pitrio load [--preset NAME] [--sessions N] [--target inproc|ws://HOST:PORT] [options]"
+USAGE = (
+    "pitrio load [--preset NAME] [--sessions N] [--target inproc|ws://HOST:PORT[,ws://...]] "
+    "[options]"
+)
 
 EPILOG = """\
 presets:
@@ -31,6 +34,7 @@ examples:
   pitrio load --preset pi-scenario-3 > scenario3.json
   pitrio load --sessions 200 --ramp 50 --prompts 3 --tokens-per-second 30
   pitrio load --target ws://127.0.0.1:8765 --token "$TOKEN" --sessions 100
+  pitrio load --target ws://10.0.0.1:8765,ws://10.0.0.2:8765 --token "$TOKEN" -n 3000
   pitrio load --base-url http://127.0.0.1:8000/v1 --model qwen2.5 --sessions 20"""
 
 
@@ -76,7 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     add("--warmup", type=_positive_int, help="in-process warm-up sessions (0)")
     add("--timeout", type=_non_negative, help="stop after this many seconds (600)")
     add("--fail-every", type=_positive_int, help="faux: every k-th session's answers fail")
-    add("--target", help="inproc (default) or ws://HOST:PORT of a running pitrio serve")
+    add(
+        "--target",
+        action="append",
+        help="inproc (default) or ws://HOST:PORT of a running pitrio serve; several "
+        "(comma-separated or repeated: a cluster's nodes) share the sessions in turn",
+    )
     add("--token", help="the host's bearer token (default: $PITRIO_HOST_TOKEN)")
     add("--base-url", help="an OpenAI-compatible server (http://HOST:PORT/v1) instead of faux")
     add("--model", help="the server's model id (--base-url), or provider/id for a host")
@@ -118,6 +127,8 @@ def build_config(args: argparse.Namespace) -> Any:
     values: dict[str, Any] = dict(LOAD_PRESETS[args.preset]) if args.preset else {}
     for field in _FIELDS:
         value = getattr(args, field)
+        if field == "target" and value is not None:
+            value = ",".join(value)
         if value is not None:
             values[field] = value
     remote = values.get("target", "inproc") != "inproc" or values.get("base_url") is not None
@@ -133,8 +144,16 @@ def load_main(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
 
     args = _parser().parse_args(list(argv))
     config = build_config(args)
-    if config.target != "inproc" and not config.target.startswith(("ws://", "wss://")):
-        sys.stderr.write(f"pitrio load: --target must be inproc or ws://..., not {config.target}\n")
+    from pitrio.host.load._ws import split_targets
+
+    targets = split_targets(config.target)
+    if config.target != "inproc" and (
+        not targets or not all(t.startswith(("ws://", "wss://")) for t in targets)
+    ):
+        sys.stderr.write(
+            f"pitrio load: --target must be inproc or ws://... (several: comma-separated), "
+            f"not {config.target}\n"
+        )
         return 2
     if config.base_url is not None and config.target != "inproc":
         sys.stderr.write("pitrio load: --base-url runs sessions in process (--target inproc)\n")

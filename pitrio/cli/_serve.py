@@ -14,6 +14,7 @@ process exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import functools
 import os
@@ -22,6 +23,8 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TextIO
+
+import attrs
 
 if TYPE_CHECKING:
     from pitrio.host import (
@@ -131,6 +134,27 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help="comma-separated built-in tools a client token's sessions get unless its "
         "create_token grant names others (default: read,grep,find,ls)",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="redis://HOST:PORT",
+        help="join the cluster of hosts sharing this Redis (needs pitrio[cluster]; every node "
+        "must reach the same --session-dir and use the same --token): any node serves any "
+        "session, a dead node's sessions move to the others (README, Scaling out)",
+    )
+    parser.add_argument("--node-id", help="this node's name in the cluster (default: a random one)")
+    parser.add_argument(
+        "--advertise",
+        metavar="ws://HOST:PORT",
+        help="the address other nodes and clients reach this one at (default: the address "
+        "it listens on)",
+    )
+    parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=5.0,
+        help="seconds a silent node keeps its sessions before another takes them over "
+        "(--cluster; default: %(default)g)",
     )
     parser.add_argument("--provider", help="the sessions' provider (as pitrio --provider)")
     parser.add_argument("--model", help="the sessions' model (as pitrio --model)")
@@ -363,26 +387,72 @@ def _client_tools(flag: str | None) -> dict[str, Any]:
     return {"client_tools": names}
 
 
-async def run_host(factory: SessionFactory, config: HostConfig, *, err: TextIO) -> int:
-    """Serve until ``SIGTERM``/``SIGINT``, then drain; returns the exit status (0)."""
+@attrs.frozen(kw_only=True)
+class ClusterOptions:
+    """``--cluster`` and the flags that go with it."""
+
+    url: str
+    node_id: str | None = None
+    advertise: str | None = None
+    lease_ttl: float = 5.0
+
+
+async def run_host(
+    factory: SessionFactory,
+    config: HostConfig,
+    *,
+    err: TextIO,
+    cluster: ClusterOptions | None = None,
+) -> int:
+    """Serve until ``SIGTERM``/``SIGINT``, then drain; returns the exit status (0). With
+    ``cluster``, the host joins the cluster once it listens (its address is then known)."""
     import trio
 
     from pitrio.host import Host
     from pitrio.providers import open_http_client
 
     host = Host(factory, config)
+    stopped = trio.Event()
+
+    async def serve(*, task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await host.run(task_status=task_status)
+        finally:
+            stopped.set()
+
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_http_client(), trio.open_nursery() as nursery:
-            await nursery.start(host.run)
-            err.write(
-                f"pitrio serve: listening on {host.url} token={host.token} page={host.page_url}\n"
-            )
-            err.flush()
-            async for received in signals:
-                err.write(f"pitrio serve: {signal.Signals(received).name}, draining\n")
+            await nursery.start(serve)
+            # The cluster node is entered after the host listens (its address is known then)
+            # and left once the host has stopped: its last appends and lease releases still
+            # reach Redis, and no task of the host uses it any more.
+            async with contextlib.AsyncExitStack() as stack:
+                if cluster is not None:
+                    from pitrio.host.ws._cluster_redis import open_redis_node
+
+                    node = await stack.enter_async_context(
+                        open_redis_node(
+                            cluster.url,
+                            node_id=cluster.node_id,
+                            address=cluster.advertise or host.ws_url.rsplit("/", 1)[0],
+                            lease_ttl=cluster.lease_ttl,
+                        )
+                    )
+                    await host.join_cluster(node)
+                    err.write(
+                        f"pitrio serve: node {node.node_id} of the cluster at {cluster.url}\n"
+                    )
+                err.write(
+                    f"pitrio serve: listening on {host.url} token={host.token} "
+                    f"page={host.page_url}\n"
+                )
                 err.flush()
-                break
-            await host.drain()
+                async for received in signals:
+                    err.write(f"pitrio serve: {signal.Signals(received).name}, draining\n")
+                    err.flush()
+                    break
+                await host.drain()
+                await stopped.wait()
             nursery.cancel_scope.cancel()
     err.write("pitrio serve: stopped\n")
     err.flush()
@@ -461,6 +531,21 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
     except CliError as exc:
         err.write(f"{exc}\n")
         return 1
+    cluster = None
+    if args.cluster:
+        try:
+            import coredis  # noqa: F401  (only to say what is missing, before starting)
+        except ImportError:
+            from pitrio.host.ws._cluster_redis import missing_extra_message
+
+            err.write(f"pitrio serve: {missing_extra_message()}\n")
+            return 2
+        cluster = ClusterOptions(
+            url=args.cluster,
+            node_id=args.node_id,
+            advertise=args.advertise,
+            lease_ttl=args.lease_ttl,
+        )
     factory = make_session_factory(
         cwd=cwd,
         env=environ,
@@ -472,7 +557,7 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
         no_extensions=args.no_extensions,
     )
     try:
-        return trio.run(functools.partial(run_host, factory, config, err=err))
+        return trio.run(functools.partial(run_host, factory, config, err=err, cluster=cluster))
     except BaseException as exc:
         # The listening socket is bound inside the host's nursery, so a taken port arrives
         # wrapped in an exception group: one line for the user, never a trace.

@@ -59,11 +59,13 @@ async def open_test_host(
     limits: HostLimits | None = None,
     factory_options: dict[str, Any] | None = None,
     extra_env: dict[str, str] | None = None,
+    cluster: Any = None,
     **config: Any,
 ) -> AsyncIterator[Host]:
     """A host on ``127.0.0.1:<free port>`` whose sessions use the faux provider
     (``factory_options``: more keyword arguments for ``make_session_factory``; ``extra_env``:
-    more variables for the sessions, e.g. ``PITRIO_FAUX_TOKENS_PER_SECOND``)."""
+    more variables for the sessions, e.g. ``PITRIO_FAUX_TOKENS_PER_SECOND``; ``cluster``: a
+    cluster node, making the host one node of a cluster)."""
     root = os.fspath(root)
     env = {**faux_env(root, script=script, settings=settings), **(extra_env or {})}
     factory = make_session_factory(cwd=root, env=env, provider="faux", **(factory_options or {}))
@@ -75,7 +77,7 @@ async def open_test_host(
     options.update(config)
     if limits is not None:
         options["limits"] = limits
-    async with open_host(factory, HostConfig(**options)) as host:
+    async with open_host(factory, HostConfig(**options), cluster=cluster) as host:
         yield host
 
 

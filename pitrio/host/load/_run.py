@@ -324,6 +324,8 @@ async def run_load(
         tally.timed_out()
     wall = ended - prompts_from
     n = max(1, config.sessions)
+    # A websocket target reports each of its addresses (the nodes of a cluster).
+    node_report = getattr(target, "node_report", None)
     ideal = ideal_latency(config)
     # The answer size and the tool call are the harness's script only with its own faux model.
     scripted = config.base_url is None and config.target == "inproc"
@@ -369,6 +371,7 @@ async def run_load(
         "rss_per_session_kb": round((peak - rss_baseline) / 1024 / n, 1),
         "host_metrics_before": metrics_before,
         "host_metrics_after": metrics_after,
+        "nodes": node_report(wall, metrics_after) if node_report is not None else None,
         "errors": tally.errors,
         "errors_by_kind": dict(sorted(tally.errors_by_kind.items())),
         "error_samples": tally.error_samples,

@@ -28,7 +28,6 @@ import math
 import time
 from typing import Any, Final
 
-import attrs
 import orjson
 import structlog
 import trio
@@ -37,12 +36,13 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 from pitrio.channels import Snapshot, SubscriberLagged
 from pitrio.codec import to_wire
 from pitrio.host.rpc import _types as rpc
-from pitrio.host.rpc._commands import LONG_COMMANDS
 from pitrio.host.rpc._jsonl import JsonParseError, js_json, parse_json_line
 from pitrio.host.rpc._types import MISSING, RpcResponse
+from pitrio.host.ws._dispatch import ACTING_COMMANDS as ACTING_COMMANDS
+from pitrio.host.ws._dispatch import dispatch_session_command
 from pitrio.host.ws._host import CommandRefused, HostApi, LiveSession
+from pitrio.host.ws._stream import decode_payload
 from pitrio.sessions import SessionSnapshot
-from pitrio.sessions import commands as cmd
 from pitrio.tools.builtin import builtin_tool_names
 
 __all__ = [
@@ -74,9 +74,6 @@ HOST_COMMANDS: Final = frozenset(
         "grant",
     }
 )
-ACTING_COMMANDS: Final = (cmd.Prompt, cmd.Steer, cmd.FollowUp, cmd.Bash)
-"""Commands that make a session act (run its tools or a shell): a client token may send
-them only to a session opened with its own tools (:meth:`HostApi.session_policy_allows`)."""
 _client_ids = itertools.count(1)
 
 
@@ -108,14 +105,6 @@ class _Attachment:
     def __init__(self, scope: trio.CancelScope) -> None:
         self.scope = scope
         self.subscription: Any = None
-
-
-def _opens_a_file(command: rpc.RpcCommand) -> bool:
-    """Whether the command names a session file to open (``switch_session``, or
-    ``new_session`` with a ``parentSession``)."""
-    return isinstance(command, cmd.SwitchSession) or (
-        isinstance(command, cmd.NewSession) and command.parent_session is not None
-    )
 
 
 def _splice(session: str, response: RpcResponse) -> str:
@@ -439,50 +428,27 @@ class Client:
         except rpc.InvalidCommand as exc:
             await self._error(exc.id, exc.command, None, str(exc), session_id)
             return
-        name, command = request.name, request.command
         if session_id is None:
-            raise CommandRefused("no_session", f'Command {name} needs a "session" field')
-        live = self.host.live_session(self.token, session_id)
-        if _opens_a_file(command) and not self.host.tokens.is_host(self.token):
-            # The file could be another token's session: its visibility is decided by
-            # open_session, which knows who may see what; a path cannot carry that.
-            raise CommandRefused(
-                "forbidden",
-                f"{name} with a session file is not available to client tokens: "
-                "use open_session (or create_session) instead",
+            raise CommandRefused("no_session", f'Command {request.name} needs a "session" field')
+        host = self.host
+        if host.cluster is not None and session_id not in host.sessions:
+            # Another node owns it: run there, answer here (its events come from the stream).
+            if not host.tokens.may_open(self.token, session_id):
+                raise CommandRefused("unknown_session", f"Unknown session: {session_id}")
+            answer = await host.cluster.forward(
+                session_id, {"op": "command", "token": self.token, "frame": parsed}
             )
-        if self.host.draining and isinstance(command, LONG_COMMANDS):
-            raise CommandRefused("draining", "The host is shutting down")
-        if isinstance(command, ACTING_COMMANDS) and not self.host.tokens.is_host(self.token):
-            request = self._confined(request, live)
-        bound = self.log.bind(session=session_id, command=name)
-        if isinstance(command, LONG_COMMANDS):
-            await live.start_long(
-                request, functools.partial(self._respond_nowait, session_id), bound
-            )
-        else:
-            await live.commands.run(request, functools.partial(self._respond, session_id))
-
-    def _confined(self, request: rpc.RpcRequest, live: LiveSession) -> rpc.RpcRequest:
-        """``request`` (a command that makes the session act) as a client token may send
-        it: refused in a session opened with tools this token was not granted, a user
-        ``bash`` refused unless the token has bash, and run by the session's sandbox."""
-        command = request.command
-        if not self.host.session_policy_allows(self.token, live):
-            raise CommandRefused(
-                "forbidden",
-                f"{request.name} is not available to this token in session {live.id}: it was "
-                "opened with tools this token was not granted (close it and open it again "
-                "with this token)",
-            )
-        if isinstance(command, cmd.Bash):
-            if "bash" not in (live.request.tools or ()):
-                raise CommandRefused("forbidden", "bash is not granted to this token")
-            if live.bash_operations is not None:
-                request = attrs.evolve(
-                    request, command=attrs.evolve(command, operations=live.bash_operations)
-                )
-        return request
+            await self.send(str(answer["response"]))
+            return
+        await dispatch_session_command(
+            host,
+            self.token,
+            request,
+            session_id,
+            functools.partial(self._respond, session_id),
+            functools.partial(self._respond_nowait, session_id),
+            self.log,
+        )
 
     async def _respond(self, session_id: str, response: RpcResponse) -> None:
         await self.send(_splice(session_id, response))
@@ -568,6 +534,14 @@ class Client:
                     "invalid_command",
                     'Invalid open_session command: "epoch" must be an integer >= 0',
                 )
+            cluster = host.cluster
+            # Not live here: its owner (which opens it if nobody does: maybe this node) answers.
+            if (
+                cluster is not None
+                and session not in host.sessions
+                and await self._open_remote(session, resume, epoch, id_, type_)
+            ):
+                return
             live = await host.open_session(self.token, session)
             previous = self.attached.pop(session, None)
             if previous is not None:
@@ -575,6 +549,9 @@ class Client:
             cursor = None if resume is None else (live.epoch if epoch is None else epoch, resume)
             await self._attach(live, cursor, id_, type_, None)
             await live.publish_load_errors()
+            return
+        if host.cluster is not None and session not in host.sessions:
+            await self._remote_host_command(type_, id_, record, session)
             return
         live = host.live_session(self.token, session)
         if type_ == "detach_session":
@@ -595,6 +572,142 @@ class Client:
                 )
             await host.grant(other, live.id)
             await self.send(_splice(session, RpcResponse.ok(id_, type_, {})))
+
+    # ------------------------------------------------------------------ cluster gateway
+
+    async def _remote_host_command(
+        self, type_: str, id_: Any, record: dict[str, Any], session: str
+    ) -> None:
+        """``detach_session``, ``close_session`` or ``grant`` of a session another node of
+        the cluster owns."""
+        host = self.host
+        cluster = host.cluster
+        assert cluster is not None
+        if not host.tokens.may_open(self.token, session):
+            raise CommandRefused("unknown_session", f"Unknown session: {session}")
+        if type_ == "detach_session":
+            attachment = self.attached.pop(session, None)
+            if attachment is not None:
+                attachment.scope.cancel()
+                self._detached(session)
+        elif type_ == "close_session":
+            await cluster.forward(session, {"op": "close", "token": self.token})
+        elif type_ == "grant":
+            other = _named_token(host, record, "grant")
+            if other is None or not host.tokens.active(other):
+                raise CommandRefused(
+                    "invalid_command",
+                    'Invalid grant command: "token" (or "tokenId") must name a token of this host',
+                )
+            await host.grant(other, session)
+        await self.send(_splice(session, RpcResponse.ok(id_, type_, {})))
+
+    async def _open_remote(
+        self, session: str, resume: int | None, epoch: int | None, id_: Any, command: str
+    ) -> bool:
+        """``open_session`` of a session not live here: its owner opens it (if it is not live
+        there yet), its events are relayed from the session's stream. False when the cluster
+        routed the opening to this node (the session is live here now: attach as usual)."""
+        host = self.host
+        cluster = host.cluster
+        assert cluster is not None
+        if not host.tokens.may_open(self.token, session):
+            await host.tokens.refresh()  # a grant another node added
+            if not host.tokens.may_open(self.token, session):
+                raise CommandRefused("unknown_session", f"Unknown session: {session}")
+        opened = await cluster.forward(session, {"op": "open", "token": self.token})
+        if session in host.sessions:
+            return False
+        now = (int(opened["epoch"]), int(opened["seq"]))
+        cursor = now if resume is None else (now[0] if epoch is None else epoch, resume)
+        previous = self.attached.pop(session, None)
+        if previous is not None:
+            previous.scope.cancel()
+        nursery = self._nursery
+        assert nursery is not None
+        await nursery.start(self._relay, session, cursor, now, id_, command)
+        return True
+
+    async def _relay(
+        self,
+        session_id: str,
+        cursor: tuple[int, int],
+        now: tuple[int, int],
+        id_: Any,
+        command: str,
+        *,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
+        """The pump of a session another node owns: its stream's entries after ``cursor``
+        as event frames. A client that does not read holds its cursor, not events (the stream
+        holds them); once its cursor was trimmed from the stream it gets a snapshot, as a
+        coalescing subscription gives one."""
+        cluster = self.host.cluster
+        assert cluster is not None
+        name = orjson.dumps(session_id).decode()
+        with trio.CancelScope() as scope:
+            attachment = _Attachment(scope)
+            self.attached[session_id] = attachment
+            cluster.gateway_clients += 1
+            try:
+                self.epochs[session_id], self.sent[session_id] = cursor
+                answer = {"session": session_id, "epoch": now[0], "seq": now[1]}
+                await self.send(_splice(session_id, RpcResponse.ok(id_, command, answer)))
+                task_status.started()
+                try:
+                    await self._relay_stream(session_id, name, cursor)
+                except trio.ClosedResourceError:
+                    return  # the client is closing
+                closed = {"type": "session_closed", "session": session_id}
+                await self.send(orjson.dumps(closed).decode())
+            finally:
+                cluster.gateway_clients -= 1
+                if self.attached.get(session_id) is attachment:
+                    self._detached(session_id)
+
+    async def _relay_stream(self, session_id: str, name: str, cursor: tuple[int, int]) -> None:
+        """Relay entries until the owner closes the session (its ``C`` entry)."""
+        cluster = self.host.cluster
+        assert cluster is not None
+        while True:
+            async with cluster.read_events(session_id, cursor) as entries:
+                async for entry in entries:
+                    if entry is None:
+                        break  # trimmed past the cursor: a snapshot, then on from there
+                    if (entry.epoch, entry.seq) <= cursor:
+                        continue
+                    tag, stamp, body = decode_payload(entry.payload)
+                    if tag == "C":
+                        return
+                    if tag == "S":
+                        frame = body.decode()
+                    else:
+                        frame = (
+                            f'{{"session":{name},"epoch":{entry.epoch},"seq":{entry.seq},'
+                            f"{body[1:].decode()}"
+                        )
+                    await self._put_relayed(frame, session_id, entry.epoch, entry.seq)
+                    cluster.relayed(stamp)
+                    cursor = (entry.epoch, entry.seq)
+                else:
+                    return  # the stream ended (the cluster is closing)
+            answer = await cluster.forward(session_id, {"op": "snapshot", "token": self.token})
+            cursor = (int(answer["epoch"]), int(answer["seq"]))
+            await self._put_relayed(str(answer["frame"]), session_id, *cursor)
+
+    async def _put_relayed(self, frame: str, session: str, epoch: int, seq: int) -> None:
+        """Queue a relayed frame, waiting for room (the stream keeps what waits).
+
+        Raises:
+            trio.ClosedResourceError: the client is closing.
+        """
+        while True:
+            try:
+                self._out.send_nowait((frame, session, epoch, seq))
+                return
+            except trio.WouldBlock:
+                pass
+            await self._room.wait()
 
     async def _attach(
         self,

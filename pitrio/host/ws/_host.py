@@ -20,7 +20,7 @@ import functools
 import glob
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -34,6 +34,7 @@ from pitrio.host.rpc._types import RpcRequest
 from pitrio.host.ws._journal import TurnJournal
 from pitrio.host.ws._metrics import HostMetrics
 from pitrio.host.ws._policy import DEFAULT_CLIENT_TOOLS, Confinement
+from pitrio.host.ws._stream import StreamEntry
 from pitrio.host.ws._tokens import Tokens, new_token
 from pitrio.sessions import AgentSession, ExtensionErrorEvent, run_file_work
 from pitrio.sessions.storage._journal import write_epoch
@@ -269,6 +270,8 @@ class LiveSession:
         self._changed = trio.Event()
         self._close = trio.Event()
         self.closed = trio.Event()
+        self.dropped = False
+        """Closed because another node of the cluster owns the session now (:meth:`drop`)."""
         self._tasks: trio.Nursery | None = None
         self._load_errors: list[ExtensionErrorEvent] = []
         self.bash_operations: BashOperations | None = None
@@ -357,7 +360,7 @@ class LiveSession:
                     del task_status
                     await self._close.wait()
                     tasks.cancel_scope.cancel()
-                if journal is not None and not self.session.is_streaming:
+                if journal is not None and not self.session.is_streaming and not self.dropped:
                     # Closed with no run (close aborts it first): no answer is in flight,
                     # whether or not the journal saw the last message end.
                     await journal.discard()
@@ -380,6 +383,13 @@ class LiveSession:
                 await self.session.abort()
         self._close.set()
         await self.closed.wait()
+
+    def drop(self) -> None:
+        """Stop serving the session at once, without aborting its run first: another node of
+        the cluster owns it now (its lease lapsed or a newer epoch wrote). Its clients get
+        ``session_closed`` and reopen it, reaching the new owner."""
+        self.dropped = True
+        self._close.set()
 
     async def wait_idle(self) -> None:
         """Return once no long command and no run is in progress."""
@@ -446,14 +456,35 @@ class LiveSession:
                 await changed.wait()
 
 
+class GatewayApi(Protocol):
+    """What a connection uses of its host's cluster link (a gateway's side of
+    :class:`~pitrio.host.ws._cluster.ClusterLink`)."""
+
+    gateway_clients: int
+
+    async def forward(self, session_id: str, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    def read_events(
+        self, session_id: str, after: tuple[int, int]
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEntry | None]]: ...
+
+    def relayed(self, stamp: float) -> None: ...
+
+
 class HostApi(Protocol):
-    """What a connection uses of its host (:class:`~pitrio.host.Host`)."""
+    """What a connection (and a cluster link) uses of its host (:class:`~pitrio.host.Host`)."""
 
     config: HostConfig
+    token: str
     tokens: Tokens
     metrics: HostMetrics
     sessions: dict[str, LiveSession]
     draining: bool
+
+    @property
+    def cluster(self) -> GatewayApi | None:
+        """The host's cluster link (``pitrio serve --cluster``), else ``None``."""
+        ...
 
     def live_session(self, token: str, session_id: str) -> LiveSession: ...
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 import trio
@@ -13,6 +14,27 @@ __all__ = ["RATE_WINDOW", "HostMetrics", "QueueSample"]
 RATE_WINDOW: Final = 10.0
 """Seconds over which ``pitrio_host_events_per_second`` is averaged."""
 _BUCKET: Final = 1.0
+_PAGE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_CLUSTER_HELP: Final = {
+    "owned_sessions": "Sessions this node owns (holds the lease of).",
+    "gateway_clients": "Client attachments to sessions another node owns.",
+    "takeovers_total": "Sessions taken over from a node that died.",
+    "ownership_lost_total": "Sessions dropped because another node owns them now.",
+    "commands_forwarded_total": "Commands forwarded to another node (as a gateway).",
+    "commands_served_total": "Commands other nodes forwarded to this one (as an owner).",
+    "events_appended_total": "Events appended to session streams.",
+    "append_lag_seconds": "Seconds the last append to a session stream took.",
+    "stream_lag_seconds": "Seconds from an owner's append to this gateway's relay (last).",
+}
+
+
+def _rss() -> int:
+    """This process's resident set size in bytes (0 where ``/proc`` is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class QueueSample:
@@ -67,9 +89,17 @@ class HostMetrics:
         return total / RATE_WINDOW
 
     def render(
-        self, *, sessions: int, clients: int, streaming: int, queues: Iterable[QueueSample]
+        self,
+        *,
+        sessions: int,
+        clients: int,
+        streaming: int,
+        queues: Iterable[QueueSample],
+        cluster: Mapping[str, float] | None = None,
     ) -> bytes:
-        """The Prometheus text exposition (format 0.0.4)."""
+        """The Prometheus text exposition (format 0.0.4); ``cluster``: a clustered host's
+        gauges and counters (``pitrio_cluster_<name>``, a counter when the name ends with
+        ``_total``)."""
         samples = list(queues)
         depths = [s.depth for s in samples]
         out: list[str] = []
@@ -150,4 +180,9 @@ class HostMetrics:
             "Error responses, per kind.",
             [(f'{{kind="{kind}"}}', n) for kind, n in sorted(self.errors.items())],
         )
+        metric("pitrio_host_rss_bytes", "gauge", "The host's resident set size.", [("", _rss())])
+        for name, value in sorted((cluster or {}).items()):
+            kind = "counter" if name.endswith("_total") else "gauge"
+            help_ = _CLUSTER_HELP.get(name, "A cluster node's figure.")
+            metric(f"pitrio_cluster_{name}", kind, help_, [("", value)])
         return ("\n".join(out) + "\n").encode()

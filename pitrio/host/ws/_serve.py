@@ -26,6 +26,7 @@ from trio_websocket import wrap_server_stream
 
 from pitrio._exceptions import PitrioError
 from pitrio.host.ws._client import CLOSE_GOING_AWAY, CLOSE_REVOKED, CLOSE_TIMEOUT, Client
+from pitrio.host.ws._cluster import ClusterLink, ClusterNode
 from pitrio.host.ws._host import (
     DRAIN_GRACE,
     HARD_FRAME_FACTOR,
@@ -57,6 +58,7 @@ from pitrio.sessions import run_file_work
 from pitrio.sessions.storage._journal import (
     next_epoch,
     recover_interrupted_turn,
+    write_epoch,
 )
 
 __all__ = ["WS_MESSAGE_QUEUE", "WS_PATH", "Host", "open_host"]
@@ -80,11 +82,17 @@ class Host:
     Args:
         factory: opens sessions (:data:`~pitrio.host.SessionFactory`).
         config: see :class:`~pitrio.host.HostConfig`; a token is generated when it has none.
+        cluster: an open cluster node (``pitrio serve --cluster``): this host is then one node
+            of the cluster, owner of the sessions it holds the lease of and gateway for the
+            others (:mod:`pitrio.host.ws._cluster`). ``None``: a host on its own.
     """
 
-    def __init__(self, factory: SessionFactory, config: HostConfig) -> None:
+    def __init__(
+        self, factory: SessionFactory, config: HostConfig, *, cluster: ClusterNode | None = None
+    ) -> None:
         self.factory = factory
         self.config = config
+        self.cluster = ClusterLink(cluster, self) if cluster is not None else None
         self.token = config.token or new_token(32)
         self.tokens = Tokens(self.token, os.path.join(config.state_folder, TOKENS_FILE))
         """Client tokens and their grants, kept in ``<state_dir>/tokens.json``."""
@@ -150,6 +158,8 @@ class Host:
         try:
             async with trio.open_nursery() as sessions:
                 self._sessions_nursery = sessions
+                if self.cluster is not None:
+                    await sessions.start(self.cluster.run)
                 async with trio.open_nursery() as connections:
                     connections.start_soon(
                         functools.partial(
@@ -193,6 +203,19 @@ class Host:
                 await self._clients_changed.wait()
         log.info("host_stopped")
         self._stopped.set()
+
+    async def join_cluster(self, node: ClusterNode) -> None:
+        """Become a node of a cluster once listening (``pitrio serve --cluster``, whose node
+        announces the address the host listens on): see ``cluster`` in :class:`Host`.
+
+        Raises:
+            RuntimeError: the host is not running, or is already in a cluster.
+        """
+        nursery = self._sessions_nursery
+        if nursery is None or self.cluster is not None:
+            raise RuntimeError("join_cluster: the host is not running or already joined")
+        self.cluster = ClusterLink(node, self)
+        await nursery.start(self.cluster.run)
 
     # ------------------------------------------------------------------ sessions
 
@@ -324,6 +347,8 @@ class Host:
         except BaseException:
             self._release(token)
             raise
+        if self.cluster is not None:
+            await self._own(live, fresh=True)
         if not ephemeral:
             await self.grant(token, live.id)
         else:
@@ -382,7 +407,12 @@ class Host:
                 # A turn a crash interrupted is closed in the file before it loads, so the
                 # session, and every client that resumes, sees it answered (aborted).
                 closed = await run_file_work(recover_interrupted_turn, path)
-                epoch = await run_file_work(next_epoch, path)
+                if self.cluster is not None:
+                    # The cluster's epoch fences the session's stream: the lease decides.
+                    epoch = await self.cluster.claim(session_id)
+                    await run_file_work(write_epoch, path, epoch)
+                else:
+                    epoch = await run_file_work(next_epoch, path)
             except (PitrioError, OSError) as exc:
                 raise CommandRefused("session_failed", f"Cannot open the session: {exc}") from exc
             if closed is not None:
@@ -390,10 +420,13 @@ class Host:
             # The token that reopens it owns it now: it counts towards that token's limit.
             self._reserve(token)
             try:
-                return await self._start(request, token, session_id, epoch)
+                live = await self._start(request, token, session_id, epoch)
             except BaseException:
                 self._release(token)
                 raise
+            if self.cluster is not None:
+                await self._own(live, fresh=False)
+            return live
         finally:
             del self._opening[session_id]
             opening.set()
@@ -428,6 +461,17 @@ class Host:
         self.metrics.sessions_created_total += 1
         started.log.info("session_opened", file=started.session.session_file)
         return started
+
+    async def _own(self, live: LiveSession, *, fresh: bool) -> None:
+        """A clustered host's session: take its lease (a new session's, ``fresh``; a
+        reopened one has its epoch already) and write its events to its stream."""
+        assert self.cluster is not None and self._sessions_nursery is not None
+        if fresh:
+            live.epoch = await self.cluster.claim(live.id)
+            file = live.session.session_file
+            if file is not None:
+                await run_file_work(write_epoch, file, live.epoch)
+        self._sessions_nursery.start_soon(self.cluster.publish, live)
 
     def _closed(self, live: LiveSession) -> None:
         if self.sessions.get(live.id) is live:
@@ -544,6 +588,7 @@ class Host:
             clients=len(self.clients),
             streaming=streaming,
             queues=queues,
+            cluster=self.cluster.render() if self.cluster is not None else None,
         )
 
     async def _websocket(self, stream: trio.SocketStream, request: HttpRequest, raw: bytes) -> None:
@@ -551,6 +596,10 @@ class Host:
             await send_response(stream, 503, b"shutting down\n")
             return
         token = self._authorized(request)
+        if token is None and self.cluster is not None:
+            # A token another node of the cluster created since this one last looked.
+            await self.tokens.refresh()
+            token = self._authorized(request)
         if token is None:
             await self._unauthorized(stream)
             return
@@ -586,11 +635,16 @@ class Host:
 
 @asynccontextmanager
 async def open_host(
-    factory: SessionFactory, config: HostConfig, *, drain_grace: float = DRAIN_GRACE
+    factory: SessionFactory,
+    config: HostConfig,
+    *,
+    drain_grace: float = DRAIN_GRACE,
+    cluster: ClusterNode | None = None,
 ) -> AsyncIterator[Host]:
     """Serve a :class:`Host` for the duration of the block; leaving it drains the host
-    (``drain_grace`` for running turns) and waits until it has stopped."""
-    host = Host(factory, config)
+    (``drain_grace`` for running turns) and waits until it has stopped. ``cluster``: see
+    :class:`Host`."""
+    host = Host(factory, config, cluster=cluster)
     async with trio.open_nursery() as nursery:
         await nursery.start(host.run)
         try:

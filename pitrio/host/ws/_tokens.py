@@ -9,11 +9,17 @@ generate. The host token is not stored (it comes from the host's configuration).
 The file (``tokens.json`` in the host's state folder, mode 0600) is rewritten whole on every
 change: written to a temporary file in the same folder (created 0600), flushed, synced and
 renamed over the old one, so a crash leaves the old file or the new one, never half of one.
+
+Several hosts may share the file (the nodes of a cluster, whose state folder is on their shared
+session storage): a save holds an exclusive ``flock`` on ``tokens.json.lock`` and merges in
+the tokens another host wrote since (unless this one revoked them), and :meth:`Tokens.refresh`
+re-reads the file when it changed (a token another node created, a grant it added).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import hmac
 import os
@@ -139,6 +145,10 @@ class Tokens:
         """By id."""
         self._by_digest: dict[str, TokenRecord] = {}
         self._save_lock = trio.Lock()
+        self._revoked: set[str] = set()
+        """Ids this host revoked: a save does not merge them back from the file."""
+        self._stamp: tuple[int, int, int] | None = None
+        """The file's (inode, size, mtime) when last read or written."""
         self.created: dict[str, int] = {}
         """Live sessions each client token created (for the per-token limit)."""
 
@@ -152,11 +162,20 @@ class Tokens:
         """
         if self.path is None:
             return
+        records = self._read()
+        if records is None:
+            return
+        self._records = {record.id: record for record in records}
+        self._by_digest = {record.digest: record for record in records}
+
+    def _read(self) -> list[TokenRecord] | None:
+        assert self.path is not None
         try:
             with open(self.path, "rb") as f:
+                stat = os.fstat(f.fileno())
                 data = orjson.loads(f.read())
         except FileNotFoundError:
-            return
+            return None
         except (OSError, orjson.JSONDecodeError) as exc:
             raise TokensFileError(f"cannot read {self.path}: {exc}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
@@ -165,8 +184,65 @@ class Tokens:
             records = [TokenRecord.from_json(entry) for entry in data["tokens"]]
         except TokensFileError as exc:
             raise TokensFileError(f"{self.path}: {exc}") from exc
+        self._stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        return records
+
+    def _changed_on_disk(self) -> bool:
+        assert self.path is not None
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        return (stat.st_ino, stat.st_size, stat.st_mtime_ns) != self._stamp
+
+    def _merge_from_disk(self) -> None:
+        """Take in the tokens and grants another host wrote (not the ones this one revoked)."""
+        if not self._changed_on_disk():
+            return
+        for record in self._read() or ():
+            if record.id in self._revoked:
+                continue
+            mine = self._records.get(record.id)
+            if mine is None:
+                self._records[record.id] = record
+                self._by_digest[record.digest] = record
+            else:
+                mine.sessions |= record.sessions
+
+    async def refresh(self) -> None:
+        """Re-read the file if another host changed it (no-op without a file).
+
+        Raises:
+            TokensFileError: the file is there but not a tokens file.
+        """
+        if self.path is None:
+            return
+        async with self._save_lock:
+            await run_file_work(self._locked, self._reload_from_disk)
+
+    def _reload_from_disk(self) -> None:
+        """The file's tokens replace these (a token another host revoked is gone); the
+        grants this host holds in memory only (ephemeral sessions) are kept."""
+        if not self._changed_on_disk():
+            return
+        records = self._read() or []
+        for record in records:
+            mine = self._records.get(record.id)
+            if mine is not None:
+                record.sessions |= mine.sessions
         self._records = {record.id: record for record in records}
         self._by_digest = {record.digest: record for record in records}
+
+    def _locked(self, work: Callable[[], object]) -> None:
+        assert self.path is not None
+        folder = os.path.dirname(self.path) or "."
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            work()
+        finally:
+            os.close(fd)  # releases the lock
 
     def _encoded(self) -> bytes:
         records = [record.to_json() for record in self._records.values()]
@@ -180,7 +256,14 @@ class Tokens:
         if self.path is None:
             return
         async with self._save_lock:
-            await run_file_work(_write_private, self.path, self._encoded())
+            await run_file_work(self._locked, self._merge_and_write)
+
+    def _merge_and_write(self) -> None:
+        assert self.path is not None
+        self._merge_from_disk()
+        _write_private(self.path, self._encoded())
+        stat = os.stat(self.path)
+        self._stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
     # ------------------------------------------------------------------ who is who
 
@@ -249,6 +332,7 @@ class Tokens:
         record = self._records.pop(key, None)
         if record is None:
             return False
+        self._revoked.add(key)
         del self._by_digest[record.digest]
         self.created.pop(key, None)
         return True

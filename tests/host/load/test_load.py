@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -34,7 +35,7 @@ SUMMARY_KEYS = {
     "events_per_s", "tokens", "text_deltas", "tokens_per_s", "loop_lag_mean_ms",
     "loop_lag_p50_ms", "loop_lag_p99_ms", "loop_lag_max_ms", "rss_baseline_mb", "peak_rss_mb",
     "peak_rss_hwm_mb", "rss_per_session_kb", "host_metrics_before", "host_metrics_after",
-    "errors", "errors_by_kind", "error_samples", "env",
+    "nodes", "errors", "errors_by_kind", "error_samples", "env",
 }  # fmt: skip
 """The summary's keys, as the README's load-testing section documents them."""
 
@@ -312,7 +313,12 @@ def _start_host(tmp_path: Any) -> tuple[subprocess.Popen[str], str, str]:
     """``pitrio serve --port 0`` with the faux model playing a script; its port and token."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps([HOST_ANSWER] * 12))
-    env = {**os.environ, "PITRIO_FAUX_SCRIPT": str(script), "HOME": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PITRIO_FAUX_SCRIPT": str(script),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[3]),  # this tree's pitrio
+    }
     env.pop("PITRIO_HOST_TOKEN", None)
     host = subprocess.Popen(
         [
@@ -384,3 +390,46 @@ def test_websocket_target_without_a_host_counts_connect_errors(tmp_path: Any) ->
     assert summary["errors_by_kind"] == {"ws_connect": 2}, summary["error_samples"]
     assert summary["sessions_completed"] == 0 and summary["sessions_failed"] == 2
     assert summary["host_metrics_before"] is None
+
+
+def test_websocket_targets_spread_sessions_over_several_hosts(tmp_path: Any) -> None:
+    """``--target a,b`` (or repeated): sessions go to the hosts in turn, and ``nodes``
+    reports each one's sessions, events and its /metrics (the second host is a cluster-less
+    one: the load harness does not care)."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first, port_1, token_1 = _start_host(tmp_path / "one")
+    second, port_2, _ = _start_host(tmp_path / "two")
+    try:
+        # Each host has its own token: the load's --token is one, so the other refuses it
+        # unless both share it; the refusals land on that node.
+        done = subprocess.run(
+            [
+                *PITRIO_LOAD,
+                "--target",
+                f"ws://127.0.0.1:{port_1}",
+                "--target",
+                f"ws://127.0.0.1:{port_2}",
+                "--token",
+                token_1,
+                *QUIET_3x2,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        for host in (first, second):
+            host.terminate()
+            host.communicate(timeout=60)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    one, two = summary["nodes"]
+    assert one["target"] == f"ws://127.0.0.1:{port_1}" and one["sessions"] == 2
+    assert two["target"] == f"ws://127.0.0.1:{port_2}" and two["sessions"] == 1
+    assert one["sessions_completed"] == 2 and one["errors"] == 0 and one["events"] > 0
+    assert one["host_rss_mb"] > 0
+    assert two["sessions_completed"] == 0 and two["errors"] == 1
+    assert summary["errors_by_kind"] == {"ws_rejected:401": 1}
+    assert set(summary["host_metrics_after"]) == {one["target"], two["target"]}
+    assert summary["host_metrics_after"][two["target"]] is None

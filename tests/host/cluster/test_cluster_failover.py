@@ -1,0 +1,212 @@
+"""Three ``pitrio serve --cluster`` processes on one Redis and one shared session folder; the
+node owning a third of the sessions is killed with SIGKILL mid-stream (issue #34).
+
+Every client whose node died reconnects to a surviving node with its cursor: its transcript
+(built only from the frames it received) ends equal to its session file, no seq is repeated
+or skipped within an epoch (``View.apply`` asserts it), the interrupted answer is in the file
+marked aborted, and a new prompt is answered in the new epoch. The failover time (the kill to
+the first event of a new epoch any client receives) is printed.
+
+``PITRIO_CLUSTER_CLIENTS`` sets the number of clients (default 300).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import trio
+
+from tests.host.serve_helpers import Client, faux_env, open_client
+from tests.host.ws.test_serve_crash import View, _deltas, _is_end, file_messages
+
+pytest.importorskip("coredis")
+
+CLIENTS: Final = int(os.environ.get("PITRIO_CLUSTER_CLIENTS", "300"))
+NODES: Final = 3
+GUARD_S: Final = 240
+"""A hung test fails instead of hanging the suite (not a timing assertion)."""
+TOKENS_PER_SECOND: Final = 20
+LONG: Final = "stream me slowly " * 40
+DELTAS_BEFORE_KILL: Final = 3
+LEASE_TTL: Final = 5.0
+"""The default: shorter lapses on a loaded 2-core machine while a node is busy (its renewal
+runs late), which the test would count as failures."""
+TOKEN: Final = "cluster-failover-token"
+REPO: Final = str(Path(__file__).resolve().parents[3])
+
+
+class _Address:
+    def __init__(self, port: int, token: str) -> None:
+        self.port = port
+        self.token = token
+
+
+@asynccontextmanager
+async def _node(
+    tmp_path: Path, nursery: trio.Nursery, env: dict[str, str], url: str, name: str
+) -> AsyncIterator[tuple[trio.Process, _Address]]:
+    """``pitrio serve --cluster url`` (this tree's pitrio) on the shared ``tmp_path/sessions``."""
+    command = [
+        *(sys.executable, "-m", "pitrio", "serve", "--port", "0", "--provider", "faux"),
+        *("--session-dir", str(tmp_path / "sessions"), "--drain-grace", "0.2"),
+        *("--token", TOKEN, "--cluster", url, "--node-id", name),
+        *("--lease-ttl", str(LEASE_TTL), "--max-sessions-per-token", str(CLIENTS)),
+    ]
+    run = functools.partial(
+        trio.run_process, command, stderr=subprocess.PIPE, env=env, check=False, cwd=tmp_path
+    )
+    process: trio.Process = await nursery.start(run)
+    assert process.stderr is not None
+    line = b""
+    while b"listening on" not in line:
+        chunk = await process.stderr.receive_some(4096)
+        assert chunk, f"pitrio serve ended before listening: {line.decode()}"
+        line += chunk
+    text = line.decode().split("listening on ", 1)[1]
+    port = int(text.split()[0].rstrip("/").rsplit(":", 1)[1])
+
+    async def drain_stderr() -> None:  # a full pipe would stall the host's logging
+        assert process.stderr is not None
+        # Kept for a failure's post-mortem (the test's own small writes, off the event loop).
+        async with await trio.open_file(tmp_path / f"{name}.log", "ab") as log:
+            await log.write(line)
+            while chunk := await process.stderr.receive_some(65536):
+                await log.write(chunk)
+
+    nursery.start_soon(drain_stderr)
+    try:
+        yield process, _Address(port, TOKEN)
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(block["text"] for block in content if block["type"] == "text")
+
+
+class _Run:
+    """What the clients share: the kill's time and the first new-epoch event's."""
+
+    def __init__(self) -> None:
+        self.killed_at: float | None = None
+        self.first_new_epoch_at: float | None = None
+        self.streaming = 0
+        self.all_streaming = trio.Event()
+        self.kill_done = trio.Event()
+
+    def note(self, frame: dict[str, Any]) -> None:
+        if (
+            self.killed_at is not None
+            and self.first_new_epoch_at is None
+            and frame.get("epoch", 1) > 1
+            and "seq" in frame
+        ):
+            self.first_new_epoch_at = trio.current_time()
+
+
+async def _pump_noting(client: Client, view: View, run: _Run, until: Any) -> None:
+    while True:
+        frame = await client.frame()
+        run.note(frame)
+        view.apply(frame)
+        if until(frame):
+            return
+
+
+async def _one_client(
+    index: int, nodes: list[_Address], run: _Run, results: dict[int, View]
+) -> None:
+    home = index % NODES
+    view: View | None = None
+    try:
+        async with open_client(nodes[home]) as client:  # type: ignore[arg-type]
+            data = (await client.call({"type": "create_session"}))["data"]
+            view = View(data["session"], data["sessionFile"], data["epoch"], data["seq"])
+            await client.send({"type": "prompt", "session": view.session, "message": LONG})
+            await _pump_noting(client, view, run, _deltas(DELTAS_BEFORE_KILL))
+            run.streaming += 1
+            if run.streaming == CLIENTS:
+                run.all_streaming.set()
+            if home != 0:
+                await _pump_noting(client, view, run, _is_end)
+                results[index] = view
+                return
+            with trio.move_on_after(GUARD_S):
+                await _pump_noting(client, view, run, lambda f: False)
+    except Exception as exc:  # the killed node's connections end in several ways
+        if home != 0 or view is None:
+            raise
+        del exc
+    assert view is not None
+    await run.kill_done.wait()
+    # Reconnect to a surviving node with the cursor; the new owner answers once it took over.
+    survivor = nodes[1 + index % (NODES - 1)]
+    async with open_client(survivor) as client:  # type: ignore[arg-type]
+        cursor = {"resume_from": view.seq, "epoch": view.epoch}
+        opened = await client.call({"type": "open_session", "session": view.session, **cursor})
+        assert opened["success"] is True, opened
+        await _pump_noting(client, view, run, lambda f: f.get("type") == "snapshot")
+        assert view.epoch > 1
+        last = view.messages[-1]
+        assert last["role"] == "assistant" and last["stopReason"] == "aborted", last
+        await client.send({"type": "prompt", "session": view.session, "message": "again"})
+        await _pump_noting(client, view, run, _is_end)
+        assert _text(view.messages[-1]).startswith("You said: again")
+    results[index] = view
+
+
+async def test_cluster_failover_every_client_ends_equal_to_its_file(
+    tmp_path: Path, redis_servers: Any
+) -> None:
+    redis = redis_servers.start()
+    env = {
+        **os.environ,
+        **faux_env(str(tmp_path)),
+        "PITRIO_FAUX_TOKENS_PER_SECOND": str(TOKENS_PER_SECOND),
+        "PYTHONPATH": REPO,
+    }
+    env.pop("PITRIO_HOST_TOKEN", None)
+    run = _Run()
+    results: dict[int, View] = {}
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
+            started = [
+                await stack.enter_async_context(_node(tmp_path, nursery, env, redis.url, f"n{i}"))
+                for i in range(NODES)
+            ]
+            processes = [process for process, _ in started]
+            nodes = [address for _, address in started]
+            async with trio.open_nursery() as clients:
+                for index in range(CLIENTS):
+                    clients.start_soon(_one_client, index, nodes, run, results)
+                await run.all_streaming.wait()
+                run.killed_at = trio.current_time()
+                os.kill(processes[0].pid, signal.SIGKILL)
+                await processes[0].wait()
+                run.kill_done.set()
+            for process in processes[1:]:
+                process.send_signal(signal.SIGTERM)
+            for process in processes[1:]:
+                await process.wait()
+            nursery.cancel_scope.cancel()
+    assert len(results) == CLIENTS
+    for view in results.values():
+        assert view.messages == file_messages(view.file), view.session
+    assert run.killed_at is not None and run.first_new_epoch_at is not None
+    failover = run.first_new_epoch_at - run.killed_at
+    print(f"\nfailover: {failover:.2f} s (kill -9 to the first event of a new epoch)")
