@@ -140,6 +140,11 @@ class ClusterNode(Protocol):
         """Give up ``session_id``'s lease (closed here: the next opening claims a new epoch)."""
         ...
 
+    async def forget(self, session_id: str) -> None:
+        """Remove ``session_id`` from the cluster (its lease, stream and registry entry): it
+        has no file on the shared storage, so no node can ever take it over."""
+        ...
+
     async def append_events(
         self, session_id: str, epoch: int, events: Sequence[tuple[int, bytes]]
     ) -> None:
@@ -288,6 +293,13 @@ class ClusterLink:
             await self.host.open_session(self.host.token, session_id)
         except CommandRefused as exc:
             log.warning("takeover_failed", session=session_id, error=str(exc))
+            if exc.kind == "unknown_session":
+                # No file (an in-memory session, or deleted): without forgetting it, every
+                # renewal would assign it again, to fail again.
+                try:
+                    await self.node.forget(session_id)
+                except Exception:
+                    log_failure(log, "forget_failed")
             return
         self.takeovers_total += 1
         log.info("session_taken_over", session=session_id)

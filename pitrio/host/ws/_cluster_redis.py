@@ -126,6 +126,9 @@ class RedisNode:
     async def release(self, session_id: str) -> None:
         await self._node.release(session_id)
 
+    async def forget(self, session_id: str) -> None:
+        await self._node.forget(session_id)
+
     async def append_events(
         self, session_id: str, epoch: int, events: Sequence[tuple[int, bytes]]
     ) -> None:

@@ -90,6 +90,10 @@ class FakeNode:
         if self.cluster.leases.get(session_id, ("", 0))[0] == self._id:
             del self.cluster.leases[session_id]
 
+    async def forget(self, session_id: str) -> None:
+        await trio.lowlevel.checkpoint()
+        self.cluster.leases.pop(session_id, None)
+
     async def append_events(
         self, session_id: str, epoch: int, events: Sequence[tuple[int, bytes]]
     ) -> None:
