@@ -45,8 +45,10 @@ For the host that drives it (``pitrio serve --cluster``), the contract in short:
   ``node.commands()`` too, as do the commands an earlier incarnation of the same node id took
   and never answered.
 - ``node.metrics()`` for ``/metrics``.
-- Time: leases are checked locally against ``trio.current_time()``; run nodes on the real
-  clock (an autojump clock races ahead while a task waits on Redis).
+- Time: leases are renewed by a thread of the node (its own Redis connection, so a busy event
+  loop keeps them; a loop silent for ``stall_limit`` lets them lapse) and checked locally
+  against :func:`time.monotonic`; run nodes on the real clock (an autojump clock races ahead
+  while a task waits on Redis).
 - Test hook: ``node._abandon()`` makes the exit skip releasing (as ``kill -9`` would).
   ``tests/redis_server.py`` starts throwaway redis-server processes (``RedisServer``, the
   ``redis_servers`` fixture).
