@@ -74,6 +74,7 @@ from pitrio.host.cluster._errors import StaleOwner as StaleOwner
 from pitrio.host.cluster._node import OWNERSHIP_BUFFER as OWNERSHIP_BUFFER
 from pitrio.host.cluster._node import REPLAY_SIZE as REPLAY_SIZE
 from pitrio.host.cluster._node import RESULT_TTL as RESULT_TTL
+from pitrio.host.cluster._node import STALL_LIMIT as STALL_LIMIT
 from pitrio.host.cluster._node import ClusterNode as ClusterNode
 from pitrio.host.cluster._node import open_cluster_node as open_cluster_node
 from pitrio.host.cluster._types import Command as Command
@@ -92,6 +93,7 @@ __all__ = [
     "OWNERSHIP_BUFFER",
     "REPLAY_SIZE",
     "RESULT_TTL",
+    "STALL_LIMIT",
     "WATCH_BUFFER",
     "ClusterError",
     "ClusterNode",

@@ -5,7 +5,11 @@ purpose, standing for a burst of synchronous work."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import trio
@@ -85,3 +89,30 @@ async def test_the_stall_limit_must_exceed_the_lease_ttl(redis_url, prefix):
             redis_url, address="ws://a", prefix=prefix, lease_ttl=5.0, stall_limit=5.0
         ):
             pass  # pragma: no cover - the node does not open
+
+
+def test_serve_refuses_a_stall_limit_not_above_the_lease_ttl(tmp_path):
+    """``pitrio serve --cluster`` checks ``--stall-limit`` against ``--lease-ttl`` up front."""
+    repo = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": repo}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pitrio",
+            "serve",
+            "--cluster",
+            "redis://127.0.0.1:1",
+            "--lease-ttl",
+            "5",
+            "--stall-limit",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--stall-limit must be above --lease-ttl" in done.stderr
