@@ -243,7 +243,11 @@ class ClusterNode:
         self, trio_token: trio.lowlevel.TrioToken, outcome: RenewOutcome
     ) -> None:
         """The renewal thread's outcome: move the validity deadline now (a float assignment,
-        read by the loop), then hand the outcome to the loop."""
+        read by the loop), then hand the outcome to the loop.
+
+        A session this renewal found lost still reads as owned until the loop applies the
+        outcome (a tick later at most, for a live loop): its appends are refused in Redis, where
+        the lease is checked, so that local check stays an early refusal, not the fence."""
         if self._is_current(outcome):
             if outcome.reply is not None and outcome.reply[0]:
                 self._valid_until = max(self._valid_until, outcome.started + self._ttl)

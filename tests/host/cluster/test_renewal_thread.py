@@ -11,12 +11,19 @@ import sys
 import time
 from pathlib import Path
 
+import coredis
 import pytest
 import trio
 import trio.testing
 
 from pitrio._exceptions import UsageError
-from pitrio.host.cluster import LeaseHeld, SessionLost, StaleOwner, open_cluster_node
+from pitrio.host.cluster import (
+    LeaseHeld,
+    SessionAssigned,
+    SessionLost,
+    StaleOwner,
+    open_cluster_node,
+)
 
 
 async def test_a_node_whose_loop_is_blocked_keeps_its_leases(redis_url, prefix):
@@ -116,3 +123,22 @@ def test_serve_refuses_a_stall_limit_not_above_the_lease_ttl(tmp_path):
     )
     assert done.returncode == 2, done.stderr
     assert "--stall-limit must be above --lease-ttl" in done.stderr
+
+
+async def test_what_the_thread_renewal_finds_reaches_the_loop(redis_url, prefix):
+    """Without any renewal from the loop (no refresh): a session lease deleted in Redis is
+    reported lost, and a session registered without a lease is assigned, by the thread's
+    ticks."""
+    async with open_cluster_node(
+        redis_url, node_id="a", address="ws://a", prefix=prefix, lease_ttl=1.0
+    ) as a:
+        epoch = await a.claim("s")
+        async with coredis.Redis.from_url(redis_url) as redis:
+            await redis.delete([f"{prefix}:s:s:lease"])
+            await redis.hset(f"{prefix}:sessions", {"orphan": "gone"})
+        seen: set[object] = set()
+        with trio.fail_after(15):
+            while seen != {SessionLost("s", epoch), SessionAssigned("orphan")}:
+                seen.add(await a.ownership_events().receive())
+                seen.discard(SessionAssigned("s"))  # assigned back once its lease is gone
+        assert not a.owns("s")
