@@ -156,6 +156,14 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds a silent node keeps its sessions before another takes them over "
         "(--cluster; default: %(default)g)",
     )
+    parser.add_argument(
+        "--stall-limit",
+        type=float,
+        default=30.0,
+        help="seconds this node's event loop may be unresponsive before it stops renewing its "
+        "leases and lets other nodes take its sessions over; above --lease-ttl "
+        "(--cluster; default: %(default)g)",
+    )
     parser.add_argument("--provider", help="the sessions' provider (as pitrio --provider)")
     parser.add_argument("--model", help="the sessions' model (as pitrio --model)")
     parser.add_argument("--thinking", help="the sessions' thinking level")
@@ -395,6 +403,7 @@ class ClusterOptions:
     node_id: str | None = None
     advertise: str | None = None
     lease_ttl: float = 5.0
+    stall_limit: float = 30.0
 
 
 async def run_host(
@@ -436,6 +445,7 @@ async def run_host(
                             node_id=cluster.node_id,
                             address=cluster.advertise or host.ws_url.rsplit("/", 1)[0],
                             lease_ttl=cluster.lease_ttl,
+                            stall_limit=cluster.stall_limit,
                         )
                     )
                     await host.join_cluster(node)
@@ -540,11 +550,15 @@ def serve_main(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> 
 
             err.write(f"pitrio serve: {missing_extra_message()}\n")
             return 2
+        if not args.stall_limit > args.lease_ttl:
+            err.write("pitrio serve: --stall-limit must be above --lease-ttl\n")
+            return 2
         cluster = ClusterOptions(
             url=args.cluster,
             node_id=args.node_id,
             advertise=args.advertise,
             lease_ttl=args.lease_ttl,
+            stall_limit=args.stall_limit,
         )
     factory = make_session_factory(
         cwd=cwd,

@@ -45,8 +45,10 @@ For the host that drives it (``pitrio serve --cluster``), the contract in short:
   ``node.commands()`` too, as do the commands an earlier incarnation of the same node id took
   and never answered.
 - ``node.metrics()`` for ``/metrics``.
-- Time: leases are checked locally against ``trio.current_time()``; run nodes on the real
-  clock (an autojump clock races ahead while a task waits on Redis).
+- Time: leases are renewed by a thread of the node (its own Redis connection, so a busy event
+  loop keeps them; a loop silent for ``stall_limit`` lets them lapse) and checked locally
+  against :func:`time.monotonic`; run nodes on the real clock (an autojump clock races ahead
+  while a task waits on Redis).
 - Test hook: ``node._abandon()`` makes the exit skip releasing (as ``kill -9`` would).
   ``tests/redis_server.py`` starts throwaway redis-server processes (``RedisServer``, the
   ``redis_servers`` fixture).
@@ -72,6 +74,7 @@ from pitrio.host.cluster._errors import StaleOwner as StaleOwner
 from pitrio.host.cluster._node import OWNERSHIP_BUFFER as OWNERSHIP_BUFFER
 from pitrio.host.cluster._node import REPLAY_SIZE as REPLAY_SIZE
 from pitrio.host.cluster._node import RESULT_TTL as RESULT_TTL
+from pitrio.host.cluster._node import STALL_LIMIT as STALL_LIMIT
 from pitrio.host.cluster._node import ClusterNode as ClusterNode
 from pitrio.host.cluster._node import open_cluster_node as open_cluster_node
 from pitrio.host.cluster._types import Command as Command
@@ -90,6 +93,7 @@ __all__ = [
     "OWNERSHIP_BUFFER",
     "REPLAY_SIZE",
     "RESULT_TTL",
+    "STALL_LIMIT",
     "WATCH_BUFFER",
     "ClusterError",
     "ClusterNode",

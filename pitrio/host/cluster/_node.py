@@ -21,8 +21,10 @@ Redis key layout (``P`` is the prefix, default ``pitrio``):
 
 from __future__ import annotations
 
+import collections
 import functools
 import secrets
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Final
@@ -40,7 +42,9 @@ from pitrio.host.cluster._errors import (
     NotAMember,
     StaleOwner,
 )
-from pitrio.host.cluster._scripts import REDIS_FAILURES, Refused, ScriptRunner
+from pitrio.host.cluster._renewal import RenewalThread, RenewOutcome, RenewRequest
+from pitrio.host.cluster._resp import RespClient
+from pitrio.host.cluster._scripts import REDIS_FAILURES, RENEW, Refused, ScriptRunner
 from pitrio.host.cluster._types import (
     Command,
     EventCursor,
@@ -62,6 +66,12 @@ RESULT_TTL: Final = 300.0
 OWNERSHIP_BUFFER: Final = 64
 """Ownership events waiting for the host; pending ones beyond it wait in a per-session map
 (at most one per session, kind and epoch), so a slow host never stalls lease renewal."""
+STALL_LIMIT: Final = 30.0
+"""Seconds the node's event loop may go without running its heartbeat before the renewal
+thread stops renewing its leases (a hung process must not hold sessions forever)."""
+RENEWALS_PENDING: Final = 8
+"""Renewal outcomes waiting for the loop; older ones are dropped (each renewal reports the
+whole state again, so the newest ones suffice)."""
 LEAVE_TIMEOUT: Final = 2.0
 """Seconds a closing node spends releasing its leases (shielded) before giving up; the leases
 then expire on their own."""
@@ -93,8 +103,12 @@ class ClusterNode:
         prefix: str,
         replay_size: int,
         result_ttl: float,
+        url: str = "",
+        stall_limit: float = STALL_LIMIT,
     ) -> None:
         self._redis = redis
+        self._url = url
+        self._stall_limit = stall_limit
         self.node_id: Final = node_id
         self.address: Final = address
         self._ttl = lease_ttl
@@ -106,6 +120,10 @@ class ClusterNode:
         self._previous_lease_value = ""
         self._member = False
         self._valid_until = -float("inf")
+        """:func:`time.monotonic` deadline of the leases; written by the renewal thread too."""
+        self._registered_at = -float("inf")
+        self._renewals: collections.deque[RenewOutcome] = collections.deque(maxlen=RENEWALS_PENDING)
+        self._renewals_ready = trio.Event()
         self._owned: dict[str, int] = {}
         self._members: list[NodeInfo] = []
         self._announced: set[str] = set()
@@ -172,6 +190,7 @@ class ClusterNode:
         await self._renew()
 
     async def _register(self) -> None:
+        started = time.monotonic()
         try:
             await self._call(
                 "REGISTER",
@@ -181,29 +200,75 @@ class ClusterNode:
         except Refused:
             raise LeaseHeld(self.node_id, self.node_id) from None
         self._member = True
-        self._valid_until = trio.current_time() + self._ttl
+        self._registered_at = time.monotonic()
+        self._valid_until = started + self._ttl
+
+    def _renew_request(self) -> RenewRequest:
+        # Called by the renewal thread too: every lease value comes from one read of the token,
+        # so a request never mixes two incarnations.
+        token = self._token
+        lease_value = f"{token}|{self.address}"
+        owned = dict(self._owned)
+        args: list[Any] = [lease_value, self._ttl_ms, self._prefix, COMMAND_GROUP]
+        for session_id, epoch in owned.items():
+            args += [session_id, f"{epoch}|{self.node_id}|{token}"]
+        keys = [
+            self._node_key(self.node_id, "lease"),
+            f"{self._prefix}:nodes",
+            f"{self._prefix}:sessions",
+            self._node_key(self.node_id, "commands"),
+        ]
+        return RenewRequest(lease_value, owned, keys, args)
+
+    def _is_current(self, outcome: RenewOutcome) -> bool:
+        # An outcome of an earlier incarnation, or one Redis may have evaluated before this
+        # incarnation registered, says nothing about the current leases.
+        return (
+            outcome.request.lease_value == self._lease_value
+            and outcome.started >= self._registered_at
+        )
 
     async def _renew(self) -> None:
-        started = trio.current_time()
-        owned = dict(self._owned)
-        args: list[Any] = [self._lease_value, self._ttl_ms, self._prefix, COMMAND_GROUP]
-        for session_id, epoch in owned.items():
-            args += [session_id, self._session_lease(session_id, epoch)]
+        request = self._renew_request()
+        started = time.monotonic()
         try:
-            member, lost, nodes, orphans, lag = await self._call(
-                "RENEW",
-                [
-                    self._node_key(self.node_id, "lease"),
-                    f"{self._prefix}:nodes",
-                    f"{self._prefix}:sessions",
-                    self._node_key(self.node_id, "commands"),
-                ],
-                args,
-            )
+            reply = await self._call("RENEW", request.keys, request.args)
         except ClusterUnavailable as exc:
-            log.warning("cluster_renewal_failed", node_id=self.node_id, error=str(exc))
+            outcome = RenewOutcome(request, started, None, str(exc))
+        else:
+            outcome = RenewOutcome(request, started, reply)
+        await self._apply_renewal(outcome)
+
+    def _renewed_in_thread(
+        self, trio_token: trio.lowlevel.TrioToken, outcome: RenewOutcome
+    ) -> None:
+        """The renewal thread's outcome: move the validity deadline now (a float assignment,
+        read by the loop), then hand the outcome to the loop.
+
+        A session this renewal found lost still reads as owned until the loop applies the
+        outcome (a tick later at most, for a live loop): its appends are refused in Redis, where
+        the lease is checked, so that local check stays an early refusal, not the fence."""
+        if self._is_current(outcome):
+            if outcome.reply is not None and outcome.reply[0]:
+                self._valid_until = max(self._valid_until, outcome.started + self._ttl)
+            else:
+                self._valid_until = -float("inf")
+        with suppress(trio.RunFinishedError):
+            trio_token.run_sync_soon(self._queue_renewal, outcome)
+
+    def _queue_renewal(self, outcome: RenewOutcome) -> None:
+        self._renewals.append(outcome)
+        self._renewals_ready.set()
+
+    async def _apply_renewal(self, outcome: RenewOutcome) -> None:
+        if not self._is_current(outcome):
+            return
+        if outcome.reply is None:
+            log.warning("cluster_renewal_failed", node_id=self.node_id, error=outcome.error)
             self._lose_all()
             return
+        member, lost, nodes, orphans, lag = outcome.reply
+        owned = outcome.request.owned
         if not member:
             log.warning("cluster_membership_lost", node_id=self.node_id)
             self._lose_all()
@@ -213,7 +278,7 @@ class ClusterNode:
                 return
             nodes = [*nodes, self.node_id.encode(), self._lease_value.encode()]
         else:
-            self._valid_until = started + self._ttl
+            self._valid_until = max(self._valid_until, outcome.started + self._ttl)
             for session_id in lost:
                 self._lose(session_id.decode(), owned.get(session_id.decode()))
         self._command_lag = int(lag)
@@ -271,11 +336,40 @@ class ClusterNode:
     async def _run_renewal(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        """Renew once from the loop, then every ``lease_ttl / 3`` from a thread of its own
+        (with its own connection) while the loop applies the outcomes and beats."""
         await self._renew()
+        thread = RenewalThread(
+            RespClient(self._url, timeout=self._ttl),
+            RENEW,
+            interval=self._ttl / 3,
+            stall_limit=self._stall_limit,
+            prepare=self._renew_request,
+            renewed=functools.partial(self._renewed_in_thread, trio.lowlevel.current_trio_token()),
+        )
         task_status.started()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._run_heartbeat, thread)
+            nursery.start_soon(self._run_renewal_outcomes)
+            await trio.to_thread.run_sync(
+                thread.run, abandon_on_cancel=False, limiter=trio.CapacityLimiter(1)
+            )
+
+    async def _run_heartbeat(self, thread: RenewalThread) -> None:
+        try:
+            while True:
+                thread.beat()
+                await trio.sleep(self._ttl / 3)
+        finally:
+            # Cancelled (the node is closing): the thread returns, its task joins it.
+            thread.stop()
+
+    async def _run_renewal_outcomes(self) -> None:
         while True:
-            await trio.sleep(self._ttl / 3)
-            await self._renew()
+            await self._renewals_ready.wait()
+            self._renewals_ready = trio.Event()
+            while self._renewals:
+                await self._apply_renewal(self._renewals.popleft())
 
     async def _run_events(self) -> None:
         with self._events_send:
@@ -360,7 +454,7 @@ class ClusterNode:
 
     def owns(self, session_id: str) -> bool:
         """Whether this node holds the session's lease (as of its last renewal or claim)."""
-        return session_id in self._owned and trio.current_time() < self._valid_until
+        return session_id in self._owned and time.monotonic() < self._valid_until
 
     def epoch_of(self, session_id: str) -> int | None:
         """The epoch this node holds the session at, or None when it does not own it."""
@@ -417,7 +511,7 @@ class ClusterNode:
     # -- events ----------------------------------------------------------------------------
 
     def _check_fence(self, session_id: str, epoch: int) -> None:
-        if self._owned.get(session_id) != epoch or trio.current_time() >= self._valid_until:
+        if self._owned.get(session_id) != epoch or time.monotonic() >= self._valid_until:
             raise StaleOwner(session_id, epoch)
 
     async def append_event(self, session_id: str, epoch: int, seq: int, payload: bytes) -> None:
@@ -582,29 +676,36 @@ async def open_cluster_node(
     prefix: str = "pitrio",
     replay_size: int = REPLAY_SIZE,
     result_ttl: float = RESULT_TTL,
+    stall_limit: float = STALL_LIMIT,
 ) -> AsyncIterator[ClusterNode]:
     """Join the cluster at ``url`` (``redis://HOST:PORT``) as a node, for the block's length.
 
     Registers the membership lease (``node_id``, random when None; ``address`` is the node's
     public websocket address) and renews it, with every session lease the node holds, in one
-    script every ``lease_ttl / 3``. When a renewal fails or finds the membership gone or taken,
+    script every ``lease_ttl / 3``. The renewal runs in a thread of its own with its own
+    connection to Redis, so an event loop busy for seconds keeps its leases; only a loop that
+    has not run its heartbeat for ``stall_limit`` seconds (a hung process) stops the renewal
+    and lets its leases lapse. When a renewal fails or finds the membership gone or taken,
     every session is lost at once (:class:`SessionLost`; fenced writes refuse) and the node
     registers again at the next tick. The same renewal reads the live nodes and announces
     :class:`SessionAssigned` for sessions without a lease that rendezvous now places here.
 
-    Resource handling: the node's tasks (renewal, ownership events, command reader, reply
-    reader, command adoption) run in a nursery the block owns. On exit they are cancelled and
-    the node releases its session leases and deregisters (shielded, at most
-    ``LEAVE_TIMEOUT``), so the sessions' next owners are assigned at their next renewal.
+    Resource handling: the node's tasks (renewal, whose thread is joined on exit, ownership
+    events, command reader, reply reader, command adoption) run in a nursery the block owns.
+    On exit they are cancelled and the node releases its session leases and deregisters
+    (shielded, at most ``LEAVE_TIMEOUT``), so the sessions' next owners are assigned at their
+    next renewal.
 
     Raises:
         LeaseHeld: a live node already uses ``node_id``.
         ClusterUnavailable: Redis could not be reached.
-        UsageError: ``node_id`` contains ``|``.
+        UsageError: ``node_id`` contains ``|``, or ``stall_limit`` is not above ``lease_ttl``.
     """
     node_id = node_id or secrets.token_hex(8)
     if "|" in node_id:
         raise UsageError(f"a node id cannot contain '|' (it separates lease fields): {node_id!r}")
+    if not stall_limit > lease_ttl:
+        raise UsageError(f"stall_limit ({stall_limit}) must be above lease_ttl ({lease_ttl})")
     client: coredis.Redis[bytes] = coredis.Redis.from_url(url, retry_policy=NoRetryPolicy())
     try:
         async with client:
@@ -616,6 +717,8 @@ async def open_cluster_node(
                 prefix=prefix,
                 replay_size=replay_size,
                 result_ttl=result_ttl,
+                url=url,
+                stall_limit=stall_limit,
             )
             await node._register()
             try:

@@ -244,18 +244,31 @@ def missing_extra_message() -> str:
 
 @asynccontextmanager
 async def open_redis_node(
-    url: str, *, node_id: str | None, address: str, lease_ttl: float
+    url: str,
+    *,
+    node_id: str | None,
+    address: str,
+    lease_ttl: float,
+    stall_limit: float | None = None,
 ) -> AsyncIterator[RedisNode]:
     """Join the cluster at ``url`` for the block's length (see
     :func:`pitrio.host.cluster.open_cluster_node`).
 
+    ``stall_limit`` None is the node's default.
+
     Raises:
         ImportError: coredis (``pitrio[cluster]``) is not installed.
     """
-    from pitrio.host.cluster import open_cluster_node
+    from pitrio.host.cluster import STALL_LIMIT, open_cluster_node
 
     async with (
-        open_cluster_node(url, node_id=node_id, address=address, lease_ttl=lease_ttl) as node,
+        open_cluster_node(
+            url,
+            node_id=node_id,
+            address=address,
+            lease_ttl=lease_ttl,
+            stall_limit=STALL_LIMIT if stall_limit is None else stall_limit,
+        ) as node,
         node.watch() as watcher,
         trio.open_nursery() as nursery,
     ):
