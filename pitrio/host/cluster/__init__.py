@@ -15,10 +15,12 @@ For the host that drives it (``pitrio serve --cluster``), the contract in short:
   (``await node.refresh()`` renews and refetches now).
 - Ownership: ``epoch = await node.claim(sid)`` (``LeaseHeld`` if a live other node holds it,
   ``NotAMember`` if this node's membership is gone); ``node.owns(sid)``, ``node.epoch_of(sid)``,
-  ``await node.release(sid)``, ``await node.forget(sid)`` (a deleted session: out of the
-  registry). ``node.ownership_events()`` is a channel of ``SessionAssigned(sid)`` (claim it:
-  reload from the shared session file, close the interrupted turn, continue the seq at the new
-  epoch) and ``SessionLost(sid, epoch)`` (stop the session's actor; its writes already refuse).
+  ``await node.release(sid)`` (hand a live session over), ``await node.close(sid)`` (closed
+  here: out of the registry, no node takes it over), ``await node.forget(sid)`` (a deleted
+  session: its stream and registry entry gone). ``node.ownership_events()`` is a channel of
+  ``SessionAssigned(sid)`` (claim it: reload from the shared session file, close the
+  interrupted turn, continue the seq at the new epoch) and ``SessionLost(sid, epoch)`` (stop
+  the session's actor; its writes already refuse).
   Claiming again after a loss always gives a new epoch. Two nodes whose membership views
   differ for a moment can both be assigned a session: one claim wins, the other raises
   ``LeaseHeld`` (ignore it). ``await node.holder_of(sid)`` reads who holds a lease now.

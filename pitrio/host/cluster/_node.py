@@ -472,6 +472,19 @@ class ClusterNode:
             [self._session_lease(session_id, epoch)],
         )
 
+    async def close(self, session_id: str) -> None:
+        """Give up the lease of a session closed here (if held) and take it out of the
+        registry in the same step: no node is assigned it until someone opens it again (a
+        claim registers it anew). :meth:`release` instead hands a live session over."""
+        epoch = self._owned.pop(session_id, None)
+        if epoch is None:
+            return
+        await self._call(
+            "CLOSE",
+            [self._session_key(session_id, "lease"), f"{self._prefix}:sessions"],
+            [self._session_lease(session_id, epoch), session_id],
+        )
+
     async def forget(self, session_id: str) -> None:
         """Remove a deleted session from the registry (no node will be assigned it again) and
         drop its event stream and lease."""

@@ -43,6 +43,7 @@ class ScriptRunner:
                 "RENEW",
                 "CLAIM",
                 "RELEASE",
+                "CLOSE",
                 "LEAVE",
                 "APPEND",
                 "READ",
@@ -192,6 +193,17 @@ for i = 1, #KEYS do
   end
 end
 return released
+"""
+
+CLOSE: Final = """
+-- KEYS[1] session lease, KEYS[2] session registry; ARGV[1] the lease's expected value,
+-- ARGV[2] session id
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('HDEL', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
 """
 
 LEAVE: Final = """

@@ -137,7 +137,8 @@ class ClusterNode(Protocol):
         ...
 
     async def release(self, session_id: str) -> None:
-        """Give up ``session_id``'s lease (closed here: the next opening claims a new epoch)."""
+        """Give up the lease of ``session_id``, closed here: no node takes it over, and the
+        next opening (on any node) claims a new epoch."""
         ...
 
     async def forget(self, session_id: str) -> None:

@@ -124,7 +124,7 @@ class RedisNode:
             raise CommandRefused("session_failed", f"Cannot own the session: {exc}") from exc
 
     async def release(self, session_id: str) -> None:
-        await self._node.release(session_id)
+        await self._node.close(session_id)
 
     async def forget(self, session_id: str) -> None:
         await self._node.forget(session_id)

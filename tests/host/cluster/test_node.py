@@ -138,3 +138,32 @@ async def test_a_dead_owners_session_is_assigned_to_its_rendezvous_node(redis_ur
             assert sorted(got) == mine
             for sid in mine:
                 assert await nodes[name].claim(sid) == 2
+
+
+async def test_a_session_closed_here_is_not_assigned_to_another_node(redis_url, prefix):
+    """close() gives up the lease and takes the session out of the registry in one step: no
+    node is told to take it over (release() hands a live one over: it is assigned)."""
+    async with (
+        open_cluster_node(redis_url, node_id="a", address="ws://a", prefix=prefix) as a,
+        open_cluster_node(redis_url, node_id="b", address="ws://b", prefix=prefix) as b,
+    ):
+        await a.refresh()
+        await a.claim("closed")
+        await a.claim("handed")
+        await a.close("closed")
+        await a.release("handed")
+        for node in (a, b):
+            await node.refresh()
+        # Both sessions had no lease at these renewals; only the one released is an orphan,
+        # told (in one list per renewal) to the node rendezvous places it on.
+        nodes = {"a": a, "b": b}
+        for name, node in nodes.items():
+            if node.owner_of("handed").node_id == name:
+                with trio.fail_after(10):
+                    event = await node.ownership_events().receive()
+                assert event == SessionAssigned("handed")
+        async with coredis.Redis.from_url(redis_url) as redis:
+            assert not await redis.hexists(f"{prefix}:sessions", "closed")
+            assert not await redis.exists([f"{prefix}:s:closed:lease"])
+        # Opening it again registers it anew, at the next epoch.
+        assert await b.claim("closed") == 2
