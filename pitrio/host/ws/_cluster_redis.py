@@ -19,7 +19,7 @@ queue only marks the follower behind.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -194,15 +194,7 @@ class RedisNode:
         return await self._node.send_command(session_id, request_id, payload, FORWARD_TIMEOUT)
 
     def commands(self) -> AbstractAsyncContextManager[AsyncIterator[IncomingCommand]]:
-        return self._commands()
-
-    @asynccontextmanager
-    async def _commands(self) -> AsyncIterator[AsyncIterator[IncomingCommand]]:
-        each = self._each_command()
-        try:
-            yield each
-        finally:
-            await each.aclose()
+        return aclosing(self._each_command())
 
     async def _each_command(self) -> AsyncGenerator[IncomingCommand]:
         async for command in self._node.commands():
@@ -211,15 +203,7 @@ class RedisNode:
     def ownership_events(
         self,
     ) -> AbstractAsyncContextManager[AsyncIterator[SessionAssigned | SessionLost]]:
-        return self._ownership()
-
-    @asynccontextmanager
-    async def _ownership(self) -> AsyncIterator[AsyncIterator[SessionAssigned | SessionLost]]:
-        each = self._each_change()
-        try:
-            yield each
-        finally:
-            await each.aclose()
+        return aclosing(self._each_change())
 
     async def _each_change(self) -> AsyncGenerator[SessionAssigned | SessionLost]:
         from pitrio.host.cluster import SessionAssigned as Assigned

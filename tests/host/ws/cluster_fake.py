@@ -10,7 +10,7 @@ first node by id), answered once per request id.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from typing import Any
 
 import trio
@@ -158,15 +158,7 @@ class FakeNode:
         return incoming.answer
 
     def commands(self) -> AbstractAsyncContextManager[AsyncIterator[IncomingCommand]]:
-        return self._commands()
-
-    @asynccontextmanager
-    async def _commands(self) -> AsyncIterator[AsyncIterator[IncomingCommand]]:
-        each = self._each()
-        try:
-            yield each
-        finally:
-            await each.aclose()
+        return aclosing(self._each())
 
     async def _each(self) -> AsyncIterator[IncomingCommand]:
         async for incoming in self._receive:
@@ -175,15 +167,7 @@ class FakeNode:
     def ownership_events(
         self,
     ) -> AbstractAsyncContextManager[AsyncIterator[SessionAssigned | SessionLost]]:
-        return self._ownership()
-
-    @asynccontextmanager
-    async def _ownership(self) -> AsyncIterator[AsyncIterator[SessionAssigned | SessionLost]]:
-        each = self._each_change()
-        try:
-            yield each
-        finally:
-            await each.aclose()
+        return aclosing(self._each_change())
 
     async def _each_change(self) -> AsyncIterator[SessionAssigned | SessionLost]:
         async for change in self._changes:
