@@ -88,7 +88,8 @@ def pane(tmp_path: Path) -> Iterator[tuple[Pane, Path]]:
     command = (
         f"cd {shlex.quote(str(project))} && stty -g > ../before.txt && "
         f"env -i {exports} {shlex.quote(sys.executable)} -m pitrio --provider faux; "
-        "echo EXIT=$?; stty -g > ../after.txt; sleep 600"
+        # after.txt is written before EXIT shows, so the test never reads it half-written.
+        "status=$?; stty -g > ../after.txt; echo EXIT=$status; sleep 600"
     )
     socket = f"pitrio-test-{os.getpid()}"
     target = "tui"
