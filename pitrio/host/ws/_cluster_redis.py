@@ -10,9 +10,9 @@
                                     follower's bounded queue
 
 A follower (:meth:`RedisNode.read_events`) first reads what its cursor missed
-(``read_events``, one round trip), then takes the watcher's entries; an entry that does not
-follow its cursor (the queue overflowed, a new epoch, the watcher started after the catch-up
-read) makes it read the gap from the stream again. The hub never waits for a follower: a full
+(``read_events``, one round trip), then takes the watcher's entries (the watcher starts at the
+first follower's cursor); an entry that does not follow its cursor (the queue overflowed, a new
+epoch) makes it read the gap from the stream again. The hub never waits for a follower: a full
 queue only marks the follower behind.
 """
 
@@ -61,11 +61,19 @@ class StreamHub:
         self._watcher = watcher
         self._followers: dict[str, set[_Follower]] = {}
 
-    def follow(self, session_id: str) -> _Follower:
+    def follow(self, session_id: str, after: tuple[int, int]) -> _Follower:
+        """A new follower of ``session_id``, which reads the stream after ``after`` itself
+        (its catch-up read) and takes the hub's entries from then on.
+
+        The first follower starts the watcher at ``after``, not at the stream's end: the
+        watcher finds the end only when its reader next runs, and an entry written between
+        the follower's catch-up read and then would be skipped, unseen until the next entry
+        (never, for an idle session). A later follower needs nothing: every entry the hub has
+        not yet handed out reaches it, and its catch-up read covers the ones before."""
         follower = _Follower()
         followers = self._followers.setdefault(session_id, set())
         if not followers:
-            self._watcher.add(session_id)  # from the stream's end: the follower catches up
+            self._watcher.add(session_id, after)
         followers.add(follower)
         return follower
 
@@ -151,7 +159,7 @@ class RedisNode:
     async def _read(
         self, session_id: str, after: tuple[int, int]
     ) -> AsyncIterator[AsyncIterator[StreamEntry | None]]:
-        follower = self._hub.follow(session_id)
+        follower = self._hub.follow(session_id, after)
         entries = self._entries(session_id, after, follower)
         try:
             yield entries

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -105,9 +106,14 @@ class _Run:
     def __init__(self) -> None:
         self.killed_at: float | None = None
         self.first_new_epoch_at: float | None = None
-        self.streaming = 0
-        self.all_streaming = trio.Event()
+        self.doomed_streaming = 0
+        self.doomed_all_streaming = trio.Event()
+        """Every client of the node to kill (node 0) has its first deltas: its turns are
+        running. Waiting for all clients instead let a loaded machine finish some of node 0's
+        turns (started first) before the kill."""
         self.kill_done = trio.Event()
+        self.stage: dict[int, str] = {}
+        """Each client's step, for the report of a test that timed out."""
 
     def note(self, frame: dict[str, Any]) -> None:
         if (
@@ -133,19 +139,24 @@ async def _one_client(
 ) -> None:
     home = index % NODES
     view: View | None = None
+    run.stage[index] = "creating"
     try:
         async with open_client(nodes[home]) as client:  # type: ignore[arg-type]
             data = (await client.call({"type": "create_session"}))["data"]
             view = View(data["session"], data["sessionFile"], data["epoch"], data["seq"])
             await client.send({"type": "prompt", "session": view.session, "message": LONG})
             await _pump_noting(client, view, run, _deltas(DELTAS_BEFORE_KILL))
-            run.streaming += 1
-            if run.streaming == CLIENTS:
-                run.all_streaming.set()
+            if home == 0:
+                run.doomed_streaming += 1
+                if run.doomed_streaming == len(range(0, CLIENTS, NODES)):
+                    run.doomed_all_streaming.set()
             if home != 0:
+                run.stage[index] = "answer on a surviving node"
                 await _pump_noting(client, view, run, _is_end)
                 results[index] = view
+                del run.stage[index]
                 return
+            run.stage[index] = "waiting for its node's death"
             with trio.move_on_after(GUARD_S):
                 await _pump_noting(client, view, run, lambda f: False)
     except Exception as exc:  # the killed node's connections end in several ways
@@ -153,21 +164,27 @@ async def _one_client(
             raise
         del exc
     assert view is not None
+    run.stage[index] = "waiting for the kill"
     await run.kill_done.wait()
     # Reconnect to a surviving node with the cursor; the new owner answers once it took over.
     survivor = nodes[1 + index % (NODES - 1)]
+    run.stage[index] = "reconnecting"
     async with open_client(survivor) as client:  # type: ignore[arg-type]
         cursor = {"resume_from": view.seq, "epoch": view.epoch}
+        run.stage[index] = "opening on a survivor"
         opened = await client.call({"type": "open_session", "session": view.session, **cursor})
         assert opened["success"] is True, opened
+        run.stage[index] = "waiting for the new epoch's snapshot"
         await _pump_noting(client, view, run, lambda f: f.get("type") == "snapshot")
         assert view.epoch > 1
         last = view.messages[-1]
         assert last["role"] == "assistant" and last["stopReason"] == "aborted", last
         await client.send({"type": "prompt", "session": view.session, "message": "again"})
+        run.stage[index] = "answer after the failover"
         await _pump_noting(client, view, run, _is_end)
         assert _text(view.messages[-1]).startswith("You said: again")
     results[index] = view
+    del run.stage[index]
 
 
 async def test_cluster_failover_every_client_ends_equal_to_its_file(
@@ -183,7 +200,7 @@ async def test_cluster_failover_every_client_ends_equal_to_its_file(
     env.pop("PITRIO_HOST_TOKEN", None)
     run = _Run()
     results: dict[int, View] = {}
-    with trio.fail_after(GUARD_S):
+    with trio.move_on_after(GUARD_S) as guard:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
             started = [
                 await stack.enter_async_context(_node(tmp_path, nursery, env, redis.url, f"n{i}"))
@@ -194,7 +211,7 @@ async def test_cluster_failover_every_client_ends_equal_to_its_file(
             async with trio.open_nursery() as clients:
                 for index in range(CLIENTS):
                     clients.start_soon(_one_client, index, nodes, run, results)
-                await run.all_streaming.wait()
+                await run.doomed_all_streaming.wait()
                 run.killed_at = trio.current_time()
                 os.kill(processes[0].pid, signal.SIGKILL)
                 await processes[0].wait()
@@ -204,6 +221,11 @@ async def test_cluster_failover_every_client_ends_equal_to_its_file(
             for process in processes[1:]:
                 await process.wait()
             nursery.cancel_scope.cancel()
+    if guard.cancelled_caught:
+        stuck = Counter(run.stage.values())
+        raise AssertionError(
+            f"timed out; clients not done, by step: {dict(stuck)} (logs in {tmp_path})"
+        )
     assert len(results) == CLIENTS
     for view in results.values():
         assert view.messages == file_messages(view.file), view.session
