@@ -4,8 +4,11 @@ node owning a third of the sessions is killed with SIGKILL mid-stream (issue #34
 Every client whose node died reconnects to a surviving node with its cursor: its transcript
 (built only from the frames it received) ends equal to its session file, no seq is repeated
 or skipped within an epoch (``View.apply`` asserts it), the interrupted answer is in the file
-marked aborted, and a new prompt is answered in the new epoch. The failover time (the kill to
-the first event of a new epoch any client receives) is printed.
+marked aborted, and a new prompt is answered in the new epoch. Half of node 0's sessions also
+have an observer on a surviving node (a gateway relaying the stream) that stays connected from
+before the first prompt to the answer after the failover; its transcript ends equal to the file
+too. The failover time (the kill to the first event of a new epoch any client receives) is
+printed.
 
 ``PITRIO_CLUSTER_CLIENTS`` sets the number of clients (default 300).
 """
@@ -18,7 +21,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -36,6 +39,10 @@ NODES: Final = 3
 GUARD_S: Final = 240
 """A hung test fails instead of hanging the suite (not a timing assertion)."""
 TOKENS_PER_SECOND: Final = 20
+DOOMED_TOKENS_PER_SECOND: Final = 4
+"""Node 0 (killed mid-answer) streams slower: its answers (about 40 s) outlast its burst of
+100 session creations on a loaded machine, so every one of its turns is running at the kill;
+its turns never end, so this costs no time."""
 LONG: Final = "stream me slowly " * 40
 DELTAS_BEFORE_KILL: Final = 3
 LEASE_TTL: Final = 5.0
@@ -112,7 +119,7 @@ class _Run:
         running. Waiting for all clients instead let a loaded machine finish some of node 0's
         turns (started first) before the kill."""
         self.kill_done = trio.Event()
-        self.stage: dict[int, str] = {}
+        self.stage: dict[int | str, str] = {}
         """Each client's step, for the report of a test that timed out."""
 
     def note(self, frame: dict[str, Any]) -> None:
@@ -134,8 +141,69 @@ async def _pump_noting(client: Client, view: View, run: _Run, until: Any) -> Non
             return
 
 
+def _observed(index: int) -> bool:
+    """Half of node 0's sessions also have an observer on another node (a gateway)."""
+    return index % NODES == 0 and index % 2 == 0
+
+
+async def _observe(
+    index: int,
+    gateway: _Address,
+    start: View,
+    run: _Run,
+    observers: dict[int, View],
+    *,
+    task_status: trio.TaskStatus[None],
+) -> None:
+    """A client of a gateway that follows a session of node 0 from before its first prompt
+    through the failover to the answer of the prompt sent after it, without reconnecting."""
+    key = f"observer {index}"
+    run.stage[key] = "opening through a gateway"
+    async with open_client(gateway) as client:  # type: ignore[arg-type]
+        view = View(start.session, start.file, start.epoch, start.seq)
+        cursor = {"resume_from": view.seq, "epoch": view.epoch}
+        opened = await client.call({"type": "open_session", "session": view.session, **cursor})
+        assert opened["success"] is True, opened
+        task_status.started()
+        run.stage[key] = "relaying through the failover"
+
+        def answered_again(frame: dict[str, Any]) -> bool:
+            return (
+                _is_end(frame)
+                and view.epoch > 1
+                and _text(view.messages[-1]).startswith("You said: again")
+            )
+
+        await _pump_noting(client, view, run, answered_again)
+    observers[index] = view
+    del run.stage[key]
+
+
 async def _one_client(
-    index: int, nodes: list[_Address], run: _Run, results: dict[int, View]
+    index: int,
+    nodes: list[_Address],
+    run: _Run,
+    results: dict[int, View],
+    observers: dict[int, View],
+) -> None:
+    if not _observed(index):
+        await _client(index, nodes, run, results, None)
+        return
+    async with trio.open_nursery() as nursery:
+        gateway = nodes[1 + (index // NODES) % (NODES - 1)]
+
+        async def start_observer(start: View) -> None:
+            await nursery.start(_observe, index, gateway, start, run, observers)
+
+        await _client(index, nodes, run, results, start_observer)
+
+
+async def _client(
+    index: int,
+    nodes: list[_Address],
+    run: _Run,
+    results: dict[int, View],
+    created: Callable[[View], Awaitable[None]] | None,
 ) -> None:
     home = index % NODES
     view: View | None = None
@@ -144,6 +212,8 @@ async def _one_client(
         async with open_client(nodes[home]) as client:  # type: ignore[arg-type]
             data = (await client.call({"type": "create_session"}))["data"]
             view = View(data["session"], data["sessionFile"], data["epoch"], data["seq"])
+            if created is not None:
+                await created(View(view.session, view.file, view.epoch, view.seq))
             await client.send({"type": "prompt", "session": view.session, "message": LONG})
             await _pump_noting(client, view, run, _deltas(DELTAS_BEFORE_KILL))
             if home == 0:
@@ -198,19 +268,23 @@ async def test_cluster_failover_every_client_ends_equal_to_its_file(
         "PYTHONPATH": REPO,
     }
     env.pop("PITRIO_HOST_TOKEN", None)
+    doomed_env = {**env, "PITRIO_FAUX_TOKENS_PER_SECOND": str(DOOMED_TOKENS_PER_SECOND)}
     run = _Run()
     results: dict[int, View] = {}
+    observers: dict[int, View] = {}
     with trio.move_on_after(GUARD_S) as guard:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
             started = [
-                await stack.enter_async_context(_node(tmp_path, nursery, env, redis.url, f"n{i}"))
+                await stack.enter_async_context(
+                    _node(tmp_path, nursery, env if i else doomed_env, redis.url, f"n{i}")
+                )
                 for i in range(NODES)
             ]
             processes = [process for process, _ in started]
             nodes = [address for _, address in started]
             async with trio.open_nursery() as clients:
                 for index in range(CLIENTS):
-                    clients.start_soon(_one_client, index, nodes, run, results)
+                    clients.start_soon(_one_client, index, nodes, run, results, observers)
                 await run.doomed_all_streaming.wait()
                 run.killed_at = trio.current_time()
                 os.kill(processes[0].pid, signal.SIGKILL)
@@ -227,7 +301,8 @@ async def test_cluster_failover_every_client_ends_equal_to_its_file(
             f"timed out; clients not done, by step: {dict(stuck)} (logs in {tmp_path})"
         )
     assert len(results) == CLIENTS
-    for view in results.values():
+    assert len(observers) == len([i for i in range(CLIENTS) if _observed(i)])
+    for view in [*results.values(), *observers.values()]:
         assert view.messages == file_messages(view.file), view.session
     assert run.killed_at is not None and run.first_new_epoch_at is not None
     failover = run.first_new_epoch_at - run.killed_at
