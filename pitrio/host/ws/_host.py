@@ -386,9 +386,11 @@ class LiveSession:
 
     def drop(self) -> None:
         """Stop serving the session at once, without aborting its run first: another node of
-        the cluster owns it now (its lease lapsed or a newer epoch wrote). Its clients get
-        ``session_closed`` and reopen it, reaching the new owner."""
+        the cluster owns it now (its lease lapsed or a newer epoch wrote). Nothing more reaches
+        its file, which the new owner writes (not the end of the run its closing cancels). Its
+        clients get ``session_closed`` and reopen it, reaching the new owner."""
         self.dropped = True
+        self.session.session_manager.stop_writing()
         self._close.set()
 
     async def wait_idle(self) -> None:

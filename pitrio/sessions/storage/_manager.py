@@ -661,6 +661,14 @@ class SessionManager(SessionTree):
         else:
             await trio.lowlevel.checkpoint()
 
+    def stop_writing(self) -> None:
+        """Write nothing more to the session file, from now on: entries appended later (and
+        any queued for a running :class:`~pitrio.sessions.Persistence` actor) stay in memory
+        only, and the file's lock is released. For a session whose file another writer owns
+        now (a cluster node that lost the session's lease). Not undone."""
+        if self._writer is not None:
+            self._writer.fence()
+
     def close(self) -> None:
         """Release the file descriptor (entries held back before the first answer are kept)."""
         self._barrier()

@@ -69,6 +69,7 @@ class SessionFileWriter:
         "_expected_size",
         "_failed",
         "_fd",
+        "_fenced",
         "_finalizer",
         "_pending",
         "_tail",
@@ -85,6 +86,7 @@ class SessionFileWriter:
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._tail = tail
         self._failed: SessionWriteError | None = None
+        self._fenced = False
         self._expected_size: int | None = (
             tail.size if tail is not None else (0 if written == 0 else None)
         )
@@ -127,6 +129,8 @@ class SessionFileWriter:
             SessionFileChanged: the file changed since it was read (the lines stay held back).
             SessionWriteError: the write failed (now or earlier).
         """
+        if self._fenced:
+            return 0
         if not flush:
             self._pending.extend(lines)
             return 0
@@ -191,6 +195,12 @@ class SessionFileWriter:
             self._finalizer()
             self._finalizer = None
         self._fd = None
+
+    def fence(self) -> None:
+        """Write nothing more, ever: drop what is held back, release the file and its lock,
+        and let every later :meth:`add` drop its lines (another writer owns the file now)."""
+        self._fenced = True
+        self.retire()
 
     def retire(self) -> int:
         """Close for good, dropping held-back lines (a session left before any answer).

@@ -219,3 +219,32 @@ def test_serve_cluster_without_coredis_names_the_extra(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "pitrio[cluster]" in done.stderr
+
+
+async def test_a_lost_session_writes_nothing_more_to_its_file(tmp_path: Path) -> None:
+    """The node lost the session's lease mid-answer (cut off from the cluster while another
+    node takes it over from the shared file): it stops serving it, and appends nothing more
+    to the file (not the aborted end of its answer), which is the new owner's now."""
+    from tests.host.ws.cluster_fake import SessionLost
+
+    node = FakeCluster().node("a")
+    opened = open_test_host(
+        tmp_path,
+        cluster=node,
+        token=TOKEN,
+        extra_env={"PITRIO_FAUX_TOKENS_PER_SECOND": "20"},
+    )
+    async with opened as a, open_client(a) as client:
+        created = await client.call({"type": "create_session"})
+        sid, path = created["data"]["session"], created["data"]["sessionFile"]
+        live = a.sessions[sid]
+        await client.send({"type": "prompt", "session": sid, "message": "long " * 200})
+        with trio.fail_after(10):
+            await client.until(lambda f: f.get("type") == "message_update")
+        before = Path(path).read_bytes()
+        await node.tell(SessionLost(sid))
+        with trio.fail_after(10):
+            await client.until(lambda f: f.get("type") == "session_closed")
+            await live.closed.wait()
+        assert live.dropped and sid not in a.sessions
+        assert Path(path).read_bytes() == before

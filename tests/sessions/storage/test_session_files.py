@@ -163,6 +163,27 @@ def test_second_writer_in_this_process_is_refused(tmp_path: Path) -> None:
     assert len(reopened.get_tree()) == 1  # no second root: the tree did not fork
 
 
+def test_a_session_that_stopped_writing_leaves_its_file_to_the_next_writer(
+    tmp_path: Path,
+) -> None:
+    """After ``stop_writing`` (its file is another writer's now) a session appends in memory
+    only, and its lock is released at once: the next writer appends to the file it read."""
+    path = saved_session(tmp_path)
+    old = SessionManager.open(path)
+    m = Messages(10)
+    answer(old, m, "before")
+    saved = path.read_bytes()
+    old.stop_writing()
+    new = SessionManager.open(path)
+    answer(old, m, "after the loss")  # in memory only
+    assert path.read_bytes() == saved
+    answer(new, m, "the new owner's")
+    reopened = SessionManager.open(path)
+    assert [e.id for e in reopened.get_entries()] == [e.id for e in new.get_entries()]
+    old.close()
+    new.close()
+
+
 def test_two_managers_creating_one_file_write_one_header(tmp_path: Path) -> None:
     """Two new sessions at one missing path: only the first creates it, one header in it."""
     path = tmp_path / "new.jsonl"
