@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import hmac
 import os
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 import orjson
@@ -39,6 +40,7 @@ __all__ = ["TOKENS_FILE", "TokenRecord", "Tokens", "TokensFileError", "new_token
 TOKENS_FILE: Final = "tokens.json"
 _FORMAT_VERSION: Final = 1
 _ID_PREFIX: Final = "tok_"
+_T = TypeVar("_T")
 
 
 class TokensFileError(Exception):
@@ -151,55 +153,33 @@ class Tokens:
         """The file's (inode, size, mtime) when last read or written."""
         self.created: dict[str, int] = {}
         """Live sessions each client token created (for the per-token limit)."""
+        self._unsaved: set[str] = set()
+        """Ids of tokens made here since the last save began: a refresh keeps them."""
 
     # ------------------------------------------------------------------ file
+    #
+    # The file's work (its lock, reading, writing) runs in a worker thread on copies; what it
+    # read is applied to this object's maps back on the loop, which alone changes them.
 
     def load(self) -> None:
-        """Read the tokens file, if there is one. Blocking: run it in a worker thread.
+        """Read the tokens file, if there is one. Blocking: run it in a worker thread, before
+        the host serves (nothing else uses this object yet).
 
         Raises:
             TokensFileError: the file is there but not a tokens file.
         """
         if self.path is None:
             return
-        records = self._read()
-        if records is None:
+        read = _read(self.path)
+        if read is None:
             return
+        records, self._stamp = read
         self._records = {record.id: record for record in records}
         self._by_digest = {record.digest: record for record in records}
 
-    def _read(self) -> list[TokenRecord] | None:
-        assert self.path is not None
-        try:
-            with open(self.path, "rb") as f:
-                stat = os.fstat(f.fileno())
-                data = orjson.loads(f.read())
-        except FileNotFoundError:
-            return None
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise TokensFileError(f"cannot read {self.path}: {exc}") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-            raise TokensFileError(f"{self.path} is not a tokens file")
-        try:
-            records = [TokenRecord.from_json(entry) for entry in data["tokens"]]
-        except TokensFileError as exc:
-            raise TokensFileError(f"{self.path}: {exc}") from exc
-        self._stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        return records
-
-    def _changed_on_disk(self) -> bool:
-        assert self.path is not None
-        try:
-            stat = os.stat(self.path)
-        except FileNotFoundError:
-            return False
-        return (stat.st_ino, stat.st_size, stat.st_mtime_ns) != self._stamp
-
-    def _merge_from_disk(self) -> None:
+    def _merge(self, records: list[TokenRecord]) -> None:
         """Take in the tokens and grants another host wrote (not the ones this one revoked)."""
-        if not self._changed_on_disk():
-            return
-        for record in self._read() or ():
+        for record in records:
             if record.id in self._revoked:
                 continue
             mine = self._records.get(record.id)
@@ -212,43 +192,28 @@ class Tokens:
     async def refresh(self) -> None:
         """Re-read the file if another host changed it (no-op without a file).
 
+        The file's tokens replace these (a token another host revoked is gone), except the
+        tokens made here and not saved yet; the grants this host holds in memory only
+        (ephemeral sessions) are kept.
+
         Raises:
             TokensFileError: the file is there but not a tokens file.
         """
         if self.path is None:
             return
         async with self._save_lock:
-            await run_file_work(self._locked, self._reload_from_disk)
-
-    def _reload_from_disk(self) -> None:
-        """The file's tokens replace these (a token another host revoked is gone); the
-        grants this host holds in memory only (ephemeral sessions) are kept."""
-        if not self._changed_on_disk():
-            return
-        records = self._read() or []
-        for record in records:
-            mine = self._records.get(record.id)
-            if mine is not None:
-                record.sessions |= mine.sessions
-        self._records = {record.id: record for record in records}
-        self._by_digest = {record.digest: record for record in records}
-
-    def _locked(self, work: Callable[[], object]) -> None:
-        assert self.path is not None
-        folder = os.path.dirname(self.path) or "."
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            work()
-        finally:
-            os.close(fd)  # releases the lock
-
-    def _encoded(self) -> bytes:
-        records = [record.to_json() for record in self._records.values()]
-        return orjson.dumps(
-            {"version": _FORMAT_VERSION, "tokens": records}, option=orjson.OPT_INDENT_2
-        )
+            work = functools.partial(_read_if_changed, self.path, self._stamp)
+            read = await run_file_work(_locked, self.path, work)
+            if read is None:
+                return
+            records, self._stamp = read
+            for record in records:
+                mine = self._records.get(record.id)
+                if mine is not None:
+                    record.sessions |= mine.sessions
+            unsaved = [self._records[i] for i in self._unsaved if i in self._records]
+            self._records = {record.id: record for record in [*records, *unsaved]}
+            self._by_digest = {record.digest: record for record in self._records.values()}
 
     async def save(self) -> None:
         """Write the tokens as they are now (no-op without a file). Saves run one at a time,
@@ -256,14 +221,14 @@ class Tokens:
         if self.path is None:
             return
         async with self._save_lock:
-            await run_file_work(self._locked, self._merge_and_write)
-
-    def _merge_and_write(self) -> None:
-        assert self.path is not None
-        self._merge_from_disk()
-        _write_private(self.path, self._encoded())
-        stat = os.stat(self.path)
-        self._stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            copies = [attrs.evolve(r, sessions=set(r.sessions)) for r in self._records.values()]
+            work = functools.partial(
+                _merge_and_write, self.path, self._stamp, copies, frozenset(self._revoked)
+            )
+            read, self._stamp = await run_file_work(_locked, self.path, work)
+            if read is not None:
+                self._merge(read)
+            self._unsaved.difference_update(copy.id for copy in copies)
 
     # ------------------------------------------------------------------ who is who
 
@@ -325,6 +290,7 @@ class Tokens:
         )
         self._records[record.id] = record
         self._by_digest[record.digest] = record
+        self._unsaved.add(record.id)
         return token, record.id
 
     def revoke(self, key: str) -> bool:
@@ -333,6 +299,7 @@ class Tokens:
         if record is None:
             return False
         self._revoked.add(key)
+        self._unsaved.discard(key)
         del self._by_digest[record.digest]
         self.created.pop(key, None)
         return True
@@ -392,3 +359,76 @@ def _write_private(path: str, data: bytes) -> None:
         os.fsync(dir_fd)  # the rename itself survives a crash
     finally:
         os.close(dir_fd)
+
+
+# ------------------------------------------------------------------ the file's work (threads)
+
+Stamp: TypeAlias = tuple[int, int, int]
+"""A file's (inode, size, mtime) when last read or written."""
+
+
+def _locked(path: str, work: Callable[[], _T]) -> _T:
+    """Run ``work`` under the exclusive ``flock`` of ``path + ".lock"`` (blocking)."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return work()
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _read(path: str) -> tuple[list[TokenRecord], Stamp] | None:
+    """The file's records and stamp; None when there is no file.
+
+    Raises:
+        TokensFileError: the file is there but not a tokens file.
+    """
+    try:
+        with open(path, "rb") as f:
+            stat = os.fstat(f.fileno())
+            data = orjson.loads(f.read())
+    except FileNotFoundError:
+        return None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise TokensFileError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+        raise TokensFileError(f"{path} is not a tokens file")
+    try:
+        records = [TokenRecord.from_json(entry) for entry in data["tokens"]]
+    except TokensFileError as exc:
+        raise TokensFileError(f"{path}: {exc}") from exc
+    return records, (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _read_if_changed(path: str, stamp: Stamp | None) -> tuple[list[TokenRecord], Stamp] | None:
+    """:func:`_read`, unless the file still has ``stamp`` (or is gone): then None."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if (stat.st_ino, stat.st_size, stat.st_mtime_ns) == stamp:
+        return None
+    return _read(path)
+
+
+def _merge_and_write(
+    path: str, stamp: Stamp | None, mine: list[TokenRecord], revoked: frozenset[str]
+) -> tuple[list[TokenRecord] | None, Stamp]:
+    """Write ``mine`` (copies: merged in place) with the tokens and grants another host wrote
+    since ``stamp`` (not the ``revoked`` ones); return what was read, and the new stamp."""
+    read = _read_if_changed(path, stamp)
+    records = {record.id: record for record in mine}
+    for record in read[0] if read is not None else ():
+        if record.id in revoked:
+            continue
+        copy = records.get(record.id)
+        if copy is None:
+            records[record.id] = attrs.evolve(record, sessions=set(record.sessions))
+        else:
+            copy.sessions |= record.sessions
+    data = {"version": _FORMAT_VERSION, "tokens": [r.to_json() for r in records.values()]}
+    _write_private(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    stat = os.stat(path)
+    return (read[0] if read is not None else None), (stat.st_ino, stat.st_size, stat.st_mtime_ns)

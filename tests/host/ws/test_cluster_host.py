@@ -241,10 +241,10 @@ async def test_a_lost_session_writes_nothing_more_to_its_file(tmp_path: Path) ->
         await client.send({"type": "prompt", "session": sid, "message": "long " * 200})
         with trio.fail_after(10):
             await client.until(lambda f: f.get("type") == "message_update")
-        before = Path(path).read_bytes()
+        before = await trio.Path(path).read_bytes()
         await node.tell(SessionLost(sid))
         with trio.fail_after(10):
             await client.until(lambda f: f.get("type") == "session_closed")
             await live.closed.wait()
         assert live.dropped and sid not in a.sessions
-        assert Path(path).read_bytes() == before
+        assert await trio.Path(path).read_bytes() == before

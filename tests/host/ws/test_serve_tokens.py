@@ -4,6 +4,7 @@ sessions ``list_sessions`` finds on disk, and what a client token's tools may to
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
@@ -18,6 +19,7 @@ from typing import Any
 import attrs
 import pytest
 import trio
+import trio.testing
 from trio_websocket import ConnectionClosed
 
 from pitrio.host import Confinement
@@ -234,6 +236,32 @@ async def _tool_results(client: Client, sid: str, message: str = "go") -> dict[s
 
 def _text(frame: dict[str, Any]) -> str:
     return "".join(c.get("text", "") for c in frame["result"]["content"])
+
+
+async def test_a_token_made_while_another_host_writes_the_file_is_kept(tmp_path: Path) -> None:
+    """A refresh (the file changed: another host wrote it) waits on the file's lock while
+    this host makes a token: the token survives the refresh and reaches the file with its
+    save, beside the other host's (before, the refresh, applied in its worker thread, replaced
+    the maps with the file's tokens: the new token was gone)."""
+    path = str(tmp_path / "tokens.json")
+    other, here = Tokens("host", path), Tokens("host", path)
+    _, theirs = other.create()
+    await other.save()
+    lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # another host's save is in progress
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(here.refresh)
+            await trio.testing.wait_all_tasks_blocked()  # the refresh waits on the lock
+            secret, mine = here.create()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    finally:
+        os.close(lock)
+    assert here.authenticate(secret) == mine and here.active(theirs)
+    await here.save()
+    on_disk = Tokens("host", path)
+    on_disk.load()
+    assert on_disk.authenticate(secret) == mine and on_disk.active(theirs)
 
 
 async def test_a_client_token_gets_read_only_tools_and_no_bash(tmp_path: Path) -> None:
