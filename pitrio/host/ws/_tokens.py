@@ -193,8 +193,8 @@ class Tokens:
         """Re-read the file if another host changed it (no-op without a file).
 
         The file's tokens replace these (a token another host revoked is gone), except the
-        tokens made here and not saved yet; the grants this host holds in memory only
-        (ephemeral sessions) are kept.
+        tokens made here and not saved yet, and without the ones revoked here; the grants this
+        host holds in memory only (ephemeral sessions) are kept.
 
         Raises:
             TokensFileError: the file is there but not a tokens file.
@@ -207,6 +207,8 @@ class Tokens:
             if read is None:
                 return
             records, self._stamp = read
+            # Revoked here and not saved yet: the file's copy must not bring it back.
+            records = [record for record in records if record.id not in self._revoked]
             for record in records:
                 mine = self._records.get(record.id)
                 if mine is not None:

@@ -264,6 +264,37 @@ async def test_a_token_made_while_another_host_writes_the_file_is_kept(tmp_path:
     assert on_disk.authenticate(secret) == mine and on_disk.active(theirs)
 
 
+async def test_a_token_revoked_while_another_host_writes_the_file_stays_revoked(
+    tmp_path: Path,
+) -> None:
+    """A refresh waits on the file's lock while this host revokes a token the file still
+    has: the refresh does not bring it back, and the save removes it from the file (before,
+    the refresh took the file's copy back in, and the save wrote it again)."""
+    path = str(tmp_path / "tokens.json")
+    here = Tokens("host", path)
+    secret, doomed = here.create()
+    await here.save()
+    other = Tokens("host", path)
+    other.load()
+    _, theirs = other.create()
+    await other.save()  # the file changed: the refresh reads it
+    lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(here.refresh)
+            await trio.testing.wait_all_tasks_blocked()
+            assert here.revoke(doomed)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    finally:
+        os.close(lock)
+    assert here.authenticate(secret) is None and here.active(theirs)
+    await here.save()
+    on_disk = Tokens("host", path)
+    on_disk.load()
+    assert on_disk.authenticate(secret) is None and on_disk.active(theirs)
+
+
 async def test_a_client_token_gets_read_only_tools_and_no_bash(tmp_path: Path) -> None:
     """By default a client token's session has read, grep, find and ls: its write and bash
     calls find no tool, a user bash command is refused, and read stays out of the host's
