@@ -116,7 +116,7 @@ class ClusterNode:
         self._prefix = prefix
         self._replay_size = replay_size
         self._token = secrets.token_hex(8)
-        self._lease_value = f"{self._token}|{address}"
+        self._lease_value = self._node_lease(self._token)
         self._previous_lease_value = ""
         self._member = False
         self._valid_until = -float("inf")
@@ -157,8 +157,11 @@ class ClusterNode:
     def _session_key(self, session_id: str, what: str) -> str:
         return f"{self._prefix}:s:{session_id}:{what}"
 
-    def _session_lease(self, session_id: str, epoch: int) -> str:
-        return f"{epoch}|{self.node_id}|{self._token}"
+    def _node_lease(self, token: str) -> str:
+        return f"{token}|{self.address}"
+
+    def _session_lease(self, session_id: str, epoch: int, token: str | None = None) -> str:
+        return f"{epoch}|{self.node_id}|{self._token if token is None else token}"
 
     async def _call(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         return await self._scripts.call(name, keys, args)
@@ -207,11 +210,11 @@ class ClusterNode:
         # Called by the renewal thread too: every lease value comes from one read of the token,
         # so a request never mixes two incarnations.
         token = self._token
-        lease_value = f"{token}|{self.address}"
+        lease_value = self._node_lease(token)
         owned = dict(self._owned)
         args: list[Any] = [lease_value, self._ttl_ms, self._prefix, COMMAND_GROUP]
         for session_id, epoch in owned.items():
-            args += [session_id, f"{epoch}|{self.node_id}|{token}"]
+            args += [session_id, self._session_lease(session_id, epoch, token)]
         keys = [
             self._node_key(self.node_id, "lease"),
             f"{self._prefix}:nodes",
@@ -316,7 +319,7 @@ class ClusterNode:
         self._member = False
         self._valid_until = -float("inf")
         self._token = secrets.token_hex(8)
-        self._lease_value = f"{self._token}|{self.address}"
+        self._lease_value = self._node_lease(self._token)
         for session_id, epoch in list(self._owned.items()):
             self._lose(session_id, epoch)
 
