@@ -9,11 +9,20 @@ import trio
 from pitrio.host.cluster import CommandTimeout, open_cluster_node
 
 
-async def serve(node, *, runs: list[tuple[str, bytes]], stop_after: int | None = None):
-    """Answer commands as ``done:<payload>``, recording every run."""
+async def serve(
+    node,
+    *,
+    runs: list[tuple[str, bytes]],
+    stop_after: int | None = None,
+    replied: trio.Event | None = None,
+):
+    """Answer commands as ``done:<payload>``, recording every run; ``replied`` is set once the
+    owner's ``reply`` has returned (the gateway can have the answer before that)."""
     async for command in node.commands():
         runs.append((command.request_id, command.payload))
         await command.reply(b"done:" + command.payload)
+        if replied is not None:
+            replied.set()
         if stop_after is not None and len(runs) >= stop_after:
             return
 
@@ -27,10 +36,13 @@ async def test_a_command_round_trips_to_the_owner(redis_url, prefix):
         trio.open_nursery() as nursery,
     ):
         await owner.claim("s")
-        nursery.start_soon(lambda: serve(owner, runs=runs))
+        replied = trio.Event()
+        nursery.start_soon(lambda: serve(owner, runs=runs, replied=replied))
         reply = await gateway.send_command("s", "r1", b"prompt", timeout=10)
         assert reply == b"done:prompt"
         assert runs == [("r1", b"prompt")]
+        # The gateway can read the reply before the owner's task resumes from writing it.
+        await replied.wait()
         assert owner.metrics()["commands_served"] == 1
         nursery.cancel_scope.cancel()
 
