@@ -70,6 +70,7 @@ from pitrio.actors._loop import (
     ShouldStopAfterTurn,
     StreamFn,
     TransformContext,
+    message_update,
 )
 from pitrio.actors._messages import (
     AgentMessage,
@@ -774,9 +775,7 @@ class Agent:
             return None
         partial = event.partial
         self._stream_message = partial
-        delivery = self._bus.publish(
-            MessageUpdateEvent(assistant_message_event=event, message=partial)
-        )
+        delivery = self._bus.publish(message_update(event, partial))
         return None if delivery is DELIVERED else delivery
 
     async def _reduce_only(self, event: AgentEvent) -> None:

@@ -68,6 +68,7 @@ from pitrio.actors._tool_runner import (
     ToolRunner,
 )
 from pitrio.channels import DELIVERED, Mailbox
+from pitrio.codec import slot_constructor
 from pitrio.providers import (
     ABORTED_MESSAGE,
     EMPTY_USAGE,
@@ -95,10 +96,11 @@ from pitrio.providers import (
 )
 from pitrio.tools import AgentTool
 
-
-def message_update(assistant_message_event: Any, message: Any) -> MessageUpdateEvent:
-    """``MessageUpdateEvent(assistant_message_event=..., message=...)``, positionally: per token."""
-    return MessageUpdateEvent(assistant_message_event=assistant_message_event, message=message)
+message_update: Final[Callable[[Any, Any], MessageUpdateEvent]] = slot_constructor(
+    MessageUpdateEvent, ("assistant_message_event", "message")
+)
+"""``MessageUpdateEvent(assistant_message_event=..., message=...)``, positionally and built slot
+by slot (:func:`pitrio.codec.slot_constructor`): one per token."""
 
 
 UPDATE_KINDS: Final = frozenset(
@@ -455,9 +457,7 @@ class LoopController:
                         final = event.error
                         break
                     elif started:
-                        await emit(
-                            MessageUpdateEvent(assistant_message_event=event, message=event.partial)
-                        )
+                        await emit(message_update(event, event.partial))
                 # Nothing of the burst may stay referenced across the next wait: a paced
                 # stream waits once per token, and the cyclic collector promotes whatever
                 # a waiting task keeps alive (then counts it towards its next full pass).

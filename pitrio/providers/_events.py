@@ -9,11 +9,11 @@ attributes and encode to the same JSON.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
 
 import attrs
 
-from pitrio.codec import extra_field, wire
+from pitrio.codec import extra_field, slot_constructor, wire
 from pitrio.providers._messages import AssistantMessage, ToolCall
 from pitrio.providers._partial import PartialAssistantMessage
 
@@ -206,20 +206,23 @@ def positional_factory(cls: type[_E], names: tuple[str, ...]) -> Callable[..., _
     return make
 
 
-def _delta_factory(cls: DeltaEventType) -> Callable[[int, str, Any], Any]:
-    def make(content_index: int, delta: str, partial: Any) -> Any:
-        return cls(content_index=content_index, delta=delta, partial=partial)
-
-    make.__qualname__ = f"{cls.__qualname__}.positional"
-    return make
-
-
 DELTA_FACTORIES: Final[dict[DeltaEventType, Callable[[int, str, Any], Any]]] = {
-    cls: _delta_factory(cls) for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
+    cls: slot_constructor(cls, ("content_index", "delta", "partial"))
+    for cls in (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
 }
 """``make(content_index, delta, partial)`` per delta event class: the event the keyword call
-``cls(content_index=..., delta=..., partial=...)`` builds; for a streaming provider's per-token
-loop."""
+``cls(content_index=..., delta=..., partial=...)`` builds, in about half its time (see
+:func:`pitrio.codec.slot_constructor`); a streaming provider builds one per token."""
+
+text_delta_event: Final = cast(
+    Callable[[int, str, Any], TextDeltaEvent], DELTA_FACTORIES[TextDeltaEvent]
+)
+thinking_delta_event: Final = cast(
+    Callable[[int, str, Any], ThinkingDeltaEvent], DELTA_FACTORIES[ThinkingDeltaEvent]
+)
+tool_call_delta_event: Final = cast(
+    Callable[[int, str, Any], ToolCallDeltaEvent], DELTA_FACTORIES[ToolCallDeltaEvent]
+)
 
 
 _TERMINAL_EVENTS: Final = (DoneEvent, ErrorEvent)

@@ -9,15 +9,15 @@ import orjson
 import trio
 
 from pitrio.providers._events import (
-    TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
-    ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    text_delta_event,
+    thinking_delta_event,
+    tool_call_delta_event,
 )
 from pitrio.providers._http import (
     InvalidStreamError,
@@ -121,9 +121,7 @@ class _ResponseReader:
                         index, append = text_block
                         text = delta["text"]
                         append(text)
-                        out_event = TextDeltaEvent(
-                            content_index=index, delta=text, partial=self._builder.snapshot()
-                        )
+                        out_event = text_delta_event(index, text, self._builder.snapshot())
                         try:  # `out.emit` inline
                             self._out.push_nowait(out_event)
                         except trio.WouldBlock:
@@ -247,23 +245,17 @@ class _ResponseReader:
             if kind == "text":
                 text = delta["text"]
                 builder.append(index, text)
-                await self._out.emit(
-                    TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
-                )
+                await self._out.emit(text_delta_event(index, text, builder.snapshot()))
         elif delta_type == "thinking_delta":
             if kind == "thinking":
                 text = delta["thinking"]
                 builder.append(index, text)
-                await self._out.emit(
-                    ThinkingDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
-                )
+                await self._out.emit(thinking_delta_event(index, text, builder.snapshot()))
         elif delta_type == "input_json_delta":
             if kind == "toolCall":
                 text = delta["partial_json"]
                 builder.append(index, text)
-                await self._out.emit(
-                    ToolCallDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
-                )
+                await self._out.emit(tool_call_delta_event(index, text, builder.snapshot()))
         elif delta_type == "signature_delta" and kind == "thinking":
             signature = self._signatures.get(index, "") + delta["signature"]
             self._signatures[index] = signature

@@ -43,15 +43,15 @@ from pitrio.providers._events import (
     DoneEvent,
     ErrorEvent,
     StartEvent,
-    TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
-    ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    text_delta_event,
+    thinking_delta_event,
+    tool_call_delta_event,
 )
 from pitrio.providers._http import (
     InvalidStreamError,
@@ -151,9 +151,7 @@ class _Reader:
                 if text is not None and index is not None and builder.kind(index) == "text":
                     # `_delta` inline: the per-token path
                     builder.append(index, text)
-                    await self._out.emit(
-                        TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
-                    )
+                    await self._out.emit(text_delta_event(index, text, builder.snapshot()))
                     return
             await self._dispatch(event_type, event)
         except (KeyError, TypeError, AttributeError) as exc:
@@ -214,16 +212,12 @@ class _Reader:
             if builder.kind(index) == "text":
                 text = delta["text"]
                 builder.append(index, text)
-                await out.emit(
-                    TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
-                )
+                await out.emit(text_delta_event(index, text, builder.snapshot()))
         elif "toolUse" in delta:
             if index is not None and builder.kind(index) == "toolCall":
                 piece = delta["toolUse"].get("input") or ""
                 builder.append(index, piece)
-                await out.emit(
-                    ToolCallDeltaEvent(content_index=index, delta=piece, partial=builder.snapshot())
-                )
+                await out.emit(tool_call_delta_event(index, piece, builder.snapshot()))
         elif "reasoningContent" in delta:
             reasoning = delta["reasoningContent"]
             if index is None:
@@ -234,9 +228,7 @@ class _Reader:
             text = reasoning.get("text")
             if text:
                 builder.append(index, text)
-                await out.emit(
-                    ThinkingDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
-                )
+                await out.emit(thinking_delta_event(index, text, builder.snapshot()))
             signature = reasoning.get("signature")
             if signature:
                 signature = self._signatures.get(index, "") + signature

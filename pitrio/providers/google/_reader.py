@@ -15,9 +15,9 @@ from pitrio.providers._events import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    tool_call_delta_event,
 )
 from pitrio.providers._http import (
     HTTPStatusError,
@@ -200,9 +200,7 @@ class _Stream:
         await out.emit(ToolCallStartEvent(content_index=index, partial=builder.snapshot()))
         delta = _compact_json(arguments)
         builder.append(index, delta)
-        await out.emit(
-            ToolCallDeltaEvent(content_index=index, delta=delta, partial=builder.snapshot())
-        )
+        await out.emit(tool_call_delta_event(index, delta, builder.snapshot()))
         tool_call = builder.block(index)
         assert isinstance(tool_call, ToolCall)
         await out.emit(

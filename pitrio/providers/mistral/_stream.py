@@ -30,9 +30,9 @@ from pitrio.providers._events import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    tool_call_delta_event,
 )
 from pitrio.providers._http import InvalidStreamError, sse_json
 from pitrio.providers._json_parse import parse_streaming_json
@@ -188,9 +188,7 @@ class ChunkReader:
         arguments = function.get("arguments")
         delta = arguments if isinstance(arguments, str) else _json(arguments or {})
         builder.append(index, delta)
-        await self._out.emit(
-            ToolCallDeltaEvent(content_index=index, delta=delta, partial=builder.snapshot())
-        )
+        await self._out.emit(tool_call_delta_event(index, delta, builder.snapshot()))
 
     async def finish(self) -> None:
         """End the open block, then every tool call (arguments parsed), as pi does."""

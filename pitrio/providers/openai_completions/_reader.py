@@ -8,15 +8,15 @@ from typing import Any
 import orjson
 
 from pitrio.providers._events import (
-    TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
-    ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    text_delta_event,
+    thinking_delta_event,
+    tool_call_delta_event,
 )
 from pitrio.providers._http import open_sse as open_sse
 from pitrio.providers._http import sse_json as sse_json
@@ -98,9 +98,7 @@ class _ChunkReader:
                 await self._text_delta(content)
             else:  # `_text_delta` inline: the per-token path
                 builder.append(index, content)
-                await self._out.emit(
-                    TextDeltaEvent(content_index=index, delta=content, partial=builder.snapshot())
-                )
+                await self._out.emit(text_delta_event(index, content, builder.snapshot()))
             if len(delta) == 1:
                 return  # nothing but the text
         for field in REASONING_FIELDS:
@@ -124,9 +122,7 @@ class _ChunkReader:
                 TextStartEvent(content_index=self._text, partial=builder.snapshot())
             )
         builder.append(self._text, text)
-        await self._out.emit(
-            TextDeltaEvent(content_index=self._text, delta=text, partial=builder.snapshot())
-        )
+        await self._out.emit(text_delta_event(self._text, text, builder.snapshot()))
 
     async def _thinking_delta(self, text: str, field: str) -> None:
         builder = self._builder
@@ -136,9 +132,7 @@ class _ChunkReader:
                 ThinkingStartEvent(content_index=self._thinking, partial=builder.snapshot())
             )
         builder.append(self._thinking, text)
-        await self._out.emit(
-            ThinkingDeltaEvent(content_index=self._thinking, delta=text, partial=builder.snapshot())
-        )
+        await self._out.emit(thinking_delta_event(self._thinking, text, builder.snapshot()))
 
     async def _tool_call_delta(self, tool_call: Any) -> None:
         if not isinstance(tool_call, dict):
@@ -183,9 +177,7 @@ class _ChunkReader:
         if arguments:
             delta = arguments
             builder.append(index, arguments)
-        await self._out.emit(
-            ToolCallDeltaEvent(content_index=index, delta=delta, partial=builder.snapshot())
-        )
+        await self._out.emit(tool_call_delta_event(index, delta, builder.snapshot()))
 
     def _reasoning_details(self, details: list[Any]) -> None:
         for detail in details:

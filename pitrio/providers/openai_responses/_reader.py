@@ -8,15 +8,15 @@ from typing import Any
 import attrs
 
 from pitrio.providers._events import (
-    TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
-    ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    text_delta_event,
+    thinking_delta_event,
+    tool_call_delta_event,
 )
 from pitrio.providers._http import (
     InvalidStreamError,
@@ -141,20 +141,14 @@ class ResponsesEventReader:
             if self._item_type == "message" and block is not None and self._last_part == part:
                 delta = event["delta"]
                 builder.append(block, delta)
-                await self.out.emit(
-                    TextDeltaEvent(
-                        content_index=len(builder) - 1, delta=delta, partial=builder.snapshot()
-                    )
-                )
+                await self.out.emit(text_delta_event(len(builder) - 1, delta, builder.snapshot()))
         elif kind == "response.function_call_arguments.delta":
             block = self._open("toolCall")
             if self._item_type == "function_call" and block is not None:
                 delta = event["delta"]
                 builder.append(block, delta)
                 await self.out.emit(
-                    ToolCallDeltaEvent(
-                        content_index=len(builder) - 1, delta=delta, partial=builder.snapshot()
-                    )
+                    tool_call_delta_event(len(builder) - 1, delta, builder.snapshot())
                 )
         elif kind in (
             "response.reasoning_summary_text.delta",
@@ -171,9 +165,7 @@ class ResponsesEventReader:
                 delta = "\n\n" if kind == "response.reasoning_summary_part.done" else event["delta"]
                 builder.append(block, delta)
                 await self.out.emit(
-                    ThinkingDeltaEvent(
-                        content_index=len(builder) - 1, delta=delta, partial=builder.snapshot()
-                    )
+                    thinking_delta_event(len(builder) - 1, delta, builder.snapshot())
                 )
         elif kind == "response.created":
             builder.update(response_id=event["response"]["id"])
@@ -238,11 +230,7 @@ class ResponsesEventReader:
         rest = arguments[len(previous) :]
         if rest:
             builder.append(block, rest)
-            await self.out.emit(
-                ToolCallDeltaEvent(
-                    content_index=len(builder) - 1, delta=rest, partial=builder.snapshot()
-                )
-            )
+            await self.out.emit(tool_call_delta_event(len(builder) - 1, rest, builder.snapshot()))
 
     async def _item_done(self, item: Mapping[str, Any]) -> None:
         builder = self.builder
