@@ -70,6 +70,7 @@ from collections.abc import (
     Awaitable,
     Callable,
     Iterable,
+    Iterator,
     Mapping,
 )
 from contextlib import asynccontextmanager
@@ -1086,6 +1087,11 @@ class _Stall:
             self.refresh_at = -math.inf
 
 
+SSEBatches: TypeAlias = AsyncIterable[Iterable[SSEEvent]]
+"""A response's events, one batch per network read (what :func:`open_sse` yields, and what
+the providers' stream readers take)."""
+
+
 @asynccontextmanager
 async def open_sse(
     url: str,
@@ -1098,8 +1104,13 @@ async def open_sse(
     max_retry_delay_ms: int | None = None,
     stall_timeout_ms: int | None = None,
     on_response: Callable[[int, dict[str, str]], Awaitable[None]] | None = None,
-) -> AsyncIterator[AsyncGenerator[SSEEvent, None]]:
-    """Send a JSON request and yield the events of its ``text/event-stream`` response.
+) -> AsyncIterator[AsyncGenerator[Iterable[SSEEvent], None]]:
+    """Send a JSON request and yield the events of its ``text/event-stream`` response, in
+    batches: one per network read (``async for batch in events: for event in batch: ...``).
+
+    A reader handles a batch's events without a checkpoint between them where it can (a text
+    delta whose output has room): one checkpoint per read, not per event. A batch is only
+    iterated once.
 
     ``body`` is encoded once (retries send the same bytes). ``on_response(status, headers)`` is
     awaited once, for the response that ends the retries (a success, or the error status that
@@ -1197,12 +1208,25 @@ def _sniff(pending: bytes, *, at_end: bool) -> bool | None:
     return _SSE_FIRST_LINE.match(pending) is not None
 
 
+def _paced(events: list[SSEEvent], stall: _Stall) -> Iterator[SSEEvent]:
+    """The events of one read, moving the stall deadline between them as a read does: the
+    reader's time on a batch counts as it did when each event came in a read of its own."""
+    now = stall.now
+    yield events[0]
+    for i in range(1, len(events)):
+        if now() > stall.refresh_at:
+            stall.arm()
+        yield events[i]
+
+
 async def _response_events(
     response: httpx2.Response, stall: _Stall
-) -> AsyncGenerator[SSEEvent, None]:
-    """Decode the body into events, checking that it is an event stream.
+) -> AsyncGenerator[Iterable[SSEEvent], None]:
+    """Decode the body into batches of events (one per read), checking that it is an event
+    stream.
 
-    Each read moves ``stall``'s deadline forward. Closing this generator early leaves httpx's
+    Each read moves ``stall``'s deadline forward, and so does each event of a batch after the
+    first (`_paced`). Closing this generator early leaves httpx's
     generators suspended; :func:`open_sse` finishes them (and this generator finishes them
     itself when it raises).
     """
@@ -1225,7 +1249,6 @@ async def _response_events(
         chunks = response.aiter_raw() if identity else response.aiter_bytes()
         receive = functools.partial(anext, chunks, b"")
     arm = stall.arm
-    now = stall.now
     try:
         while True:
             arm()
@@ -1248,23 +1271,16 @@ async def _response_events(
             events = feed(chunk)
             if events:
                 dispatched = True
-                yield events[0]
-                # One read may bring many events (the reader takes all the socket has): the
-                # deadline also moves between them, so that the reader's time on a batch
-                # counts as it did when each came in a read of its own.
-                for i in range(1, len(events)):
-                    if now() > stall.refresh_at:
-                        arm()
-                    yield events[i]
+                yield events if len(events) == 1 else _paced(events, stall)
         if sniffing:
             if not _sniff(pending, at_end=True):
                 raise NotAnEventStreamError(response.status_code, content_type, head)
             tail = decoder.feed(pending) + decoder.close()
         else:
             tail = decoder.close()
-        for event in tail:
+        if tail:
             dispatched = True
-            yield event
+            yield tail
         if not dispatched:
             raise NotAnEventStreamError(response.status_code, content_type, head)
     finally:

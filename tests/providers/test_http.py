@@ -36,7 +36,7 @@ BODY = sse_bytes([("one", {"n": 1}), ("two", {"n": 2}), (None, "[DONE]")])
 
 async def collect(url: str, **kwargs: object) -> list[SSEEvent]:
     async with open_sse(url, headers={"authorization": "Bearer k"}, body={"q": 1}, **kwargs) as it:  # type: ignore[arg-type]
-        return [event async for event in it]
+        return [event async for batch in it for event in batch]
 
 
 async def test_posts_json_and_yields_events_cut_at_any_byte() -> None:
@@ -219,10 +219,30 @@ async def test_the_stall_deadline_moves_forward_as_data_comes(
     async with serve(sse_handler(BODY, chunk_size=8)) as server, open_http_client():
         seen = []
         async with open_sse(server.url(), headers={}, body={}, stall_timeout_ms=1_000) as events:
-            async for event in events:
-                await trio.sleep(0.6)  # three events: 1.8 stall timeouts in all
-                seen.append(event.event)
+            async for batch in events:
+                for event in batch:
+                    await trio.sleep(0.6)  # three events: 1.8 stall timeouts in all
+                    seen.append(event.event)
     assert seen == ["one", "two", "message"]
+
+
+async def test_the_stall_deadline_moves_between_the_events_of_one_read(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Events that came in one read are handed over as one batch; the reader's time on each
+    moves the deadline as a read of its own would: a reader slower on the batch than one
+    stall timeout in all, but never that slow on one event, is not cut off."""
+    async with serve(sse_handler(BODY)) as server, open_http_client():
+        seen = []
+        batches = 0
+        async with open_sse(server.url(), headers={}, body={}, stall_timeout_ms=1_000) as events:
+            async for batch in events:
+                batches += 1
+                for event in batch:
+                    await trio.sleep(0.6)
+                    seen.append(event.event)
+    assert seen == ["one", "two", "message"]
+    assert batches == 1  # what this test is about: the three events came in one read
 
 
 async def test_a_connection_limit_set_by_the_user_makes_requests_wait_their_turn() -> None:

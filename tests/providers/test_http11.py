@@ -266,8 +266,8 @@ async def test_a_connection_dropped_mid_chunk_is_connection_lost() -> None:
         seen = []
         with trio.fail_after(10), pytest.raises(httpx2.RemoteProtocolError) as info:
             async with open_sse(server.url(), headers={}, body={}) as events:
-                async for event in events:
-                    seen.append(event.event)
+                async for batch in events:
+                    seen.extend(event.event for event in batch)
     assert seen == ["one", "two"]
     assert "incomplete chunked read" in str(info.value)
     assert describe_failure(info.value).startswith("Connection lost: ")

@@ -72,7 +72,7 @@ async def test_an_https_stream_is_verified_and_read_over_http11(ca: trustme.CA) 
         async with open_http_client(verify=_client_context(ca)):
             url = f"https://127.0.0.1:{port}/v1"
             async with open_sse(url, headers={}, body={}) as events:
-                seen = [(e.event, e.data) async for e in events]
+                seen = [(e.event, e.data) async for batch in events for e in batch]
         nursery.cancel_scope.cancel()
     assert seen == [("one", '{"n":1}'), ("message", "[DONE]")]
 
@@ -96,7 +96,7 @@ async def test_a_server_that_selects_h2_is_spoken_to_in_http2(ca: trustme.CA) ->
             # The server hangs up: only the preface matters.
             with pytest.raises(httpx2.TransportError):
                 async with open_sse(f"https://127.0.0.1:{port}/", headers={}, body={}) as events:
-                    [event async for event in events]
+                    [event async for batch in events for event in batch]
         nursery.cancel_scope.cancel()
     assert received == [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"]
 
@@ -149,7 +149,7 @@ async def test_concurrent_streams_to_an_http2_server_share_one_connection(ca: tr
 
     async def client(url: str) -> None:
         async with open_sse(url, headers={}, body={}) as events:
-            seen.append([(e.event, e.data) async for e in events])
+            seen.append([(e.event, e.data) async for batch in events for e in batch])
 
     async with trio.open_nursery() as nursery:
         port = await _serve(_server_context(ca, ["h2", "http/1.1"]), handler, nursery)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import attrs
@@ -15,6 +14,7 @@ from pitrio.providers._events import (
 )
 from pitrio.providers._http import (
     HTTPStatusError,
+    SSEBatches,
     apply_on_payload,
     describe_failure,
     failure_diagnostics,
@@ -33,7 +33,6 @@ from pitrio.providers._registry import (
     ProviderRegistry,
     default_registry,
 )
-from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
 from pitrio.providers.anthropic._reader import (
     _ResponseReader,
@@ -55,20 +54,21 @@ from pitrio.providers.anthropic._request import (
 )
 
 
-async def _read(
-    reader: _ResponseReader, events: AsyncIterator[SSEEvent]
-) -> tuple[bool, Exception | None]:
+async def _read(reader: _ResponseReader, events: SSEBatches) -> tuple[bool, Exception | None]:
     """Feed every event to ``reader``; return whether ``message_stop`` came, and the failure.
 
     A failure stops the reading at once; :func:`open_sse` finishes the response's generators.
     """
     stopped = False
-    async for sse in events:
-        try:
-            if await reader.feed(sse):
-                stopped = True
-        except Exception as exc:  # the message ends with this error
-            return stopped, exc
+    feed = reader.feed
+    async for batch in events:
+        for sse in batch:
+            try:
+                pending = feed(sse)
+                if pending is not None and await pending:
+                    stopped = True
+            except Exception as exc:  # the message ends with this error
+                return stopped, exc
     return stopped, None
 
 

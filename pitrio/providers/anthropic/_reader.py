@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import orjson
 import trio
 
 from pitrio.providers._events import (
+    TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
     ThinkingEndEvent,
@@ -99,10 +100,12 @@ class _ResponseReader:
         self._texts: dict[int, tuple[int, Callable[[str], None]]] = {}
         self.saw_start = False
 
-    async def feed(self, sse: SSEEvent) -> bool:
-        """Handle one SSE event; return True for ``message_stop``.
+    def feed(self, sse: SSEEvent) -> Awaitable[bool] | None:
+        """Handle one SSE event: None when it was handled at once (a text delta of an open
+        text block whose output had room: the per-token path, with no checkpoint), otherwise
+        the rest of its handling to await, whose result says whether it was ``message_stop``.
 
-        Raises:
+        Raises (here or from the awaitable):
             ProviderError: the server sent an ``error`` event, an unknown stop reason, or an
                 event that cannot be read.
         """
@@ -111,7 +114,7 @@ class _ResponseReader:
             try:
                 event = orjson.loads(sse.data)
             except orjson.JSONDecodeError:
-                event = self._parse(sse)
+                return self._dispatch_checked(sse, self._parse(sse))
             try:
                 if event["type"] == "content_block_delta":
                     delta = event["delta"]
@@ -125,16 +128,22 @@ class _ResponseReader:
                         try:  # `out.emit` inline
                             self._out.push_nowait(out_event)
                         except trio.WouldBlock:
-                            await self._out.push(out_event)
-                        return False
-                return await self._dispatch(event)
+                            return self._push(out_event)
+                        return None
             except (KeyError, TypeError, AttributeError) as exc:
                 raise self._malformed(sse, exc) from exc
+            return self._dispatch_checked(sse, event)
         if name == "error":
             raise ProviderError(sse.data)
         if name not in _MESSAGE_EVENTS:
-            return False  # ping, and event types this port does not know
-        event = self._parse(sse)
+            return None  # ping, and event types this port does not know
+        return self._dispatch_checked(sse, self._parse(sse))
+
+    async def _push(self, event: TextDeltaEvent) -> bool:
+        await self._out.push(event)
+        return False
+
+    async def _dispatch_checked(self, sse: SSEEvent, event: Any) -> bool:
         try:
             return await self._dispatch(event)
         except (KeyError, TypeError, AttributeError) as exc:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
@@ -141,7 +141,7 @@ async def open_codex_sse(
     body: Any,
     model: Model,
     options: StreamOptions,
-) -> AsyncIterator[AsyncGenerator[SSEEvent, None]]:
+) -> AsyncIterator[AsyncGenerator[Iterable[SSEEvent], None]]:
     """Send the request with pi's retries and yield the events of the accepted answer.
 
     ``options.on_response`` sees every answer, retried ones included (as in pi).

@@ -16,16 +16,15 @@ ResponsesEventReader`, as for the OpenAI and Azure providers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
 
-from pitrio.providers._http import sse_json
+from pitrio.providers._http import SSEBatches, sse_json
 from pitrio.providers._messages import Model
 from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import ProviderError
-from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
 from pitrio.providers.openai_responses._reader import ResponsesEventReader
 from pitrio.providers.openai_responses._request import ResponsesStreamOptions
@@ -65,7 +64,7 @@ def _final(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def process_codex_stream(
-    events: AsyncIterator[SSEEvent],
+    events: SSEBatches,
     builder: AssistantMessageBuilder,
     out: AssistantMessageEventStream,
     model: Model,
@@ -81,28 +80,29 @@ async def process_codex_stream(
         ProviderError: data that is not JSON, or an event without its required fields.
     """
     reader = ResponsesEventReader(builder, out, model, options)
-    async for sse in events:
-        data = sse.data.strip()
-        if not data or data == "[DONE]":
-            continue
-        event = sse_json(sse)
-        kind = event.get("type") if isinstance(event, dict) else None
-        if not isinstance(kind, str) or not kind:
-            continue
-        if kind == "error":
-            code = event.get("code") or ""
-            message = event.get("message") or ""
-            text = message or code or orjson.dumps(event).decode()
-            raise CodexApiError(f"Codex error: {text}", code or None, event)
-        if kind == "response.failed":
-            response = event.get("response")
-            error = response.get("error") if isinstance(response, dict) else None
-            error = error if isinstance(error, dict) else {}
-            raise CodexApiError(
-                error.get("message") or "Codex response failed", error.get("code"), event
-            )
-        if kind in _FINAL_EVENTS:
-            await reader.handle(_final(event))
-            return True
-        await reader.handle(event)
+    async for batch in events:
+        for sse in batch:
+            data = sse.data.strip()
+            if not data or data == "[DONE]":
+                continue
+            event = sse_json(sse)
+            kind = event.get("type") if isinstance(event, dict) else None
+            if not isinstance(kind, str) or not kind:
+                continue
+            if kind == "error":
+                code = event.get("code") or ""
+                message = event.get("message") or ""
+                text = message or code or orjson.dumps(event).decode()
+                raise CodexApiError(f"Codex error: {text}", code or None, event)
+            if kind == "response.failed":
+                response = event.get("response")
+                error = response.get("error") if isinstance(response, dict) else None
+                error = error if isinstance(error, dict) else {}
+                raise CodexApiError(
+                    error.get("message") or "Codex response failed", error.get("code"), event
+                )
+            if kind in _FINAL_EVENTS:
+                await reader.handle(_final(event))
+                return True
+            await reader.handle(event)
     return False

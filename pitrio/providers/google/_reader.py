@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx2
@@ -22,6 +22,7 @@ from pitrio.providers._events import (
 from pitrio.providers._http import (
     HTTPStatusError,
     InvalidStreamError,
+    SSEBatches,
     describe_failure,
     sse_json,
 )
@@ -36,7 +37,6 @@ from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import (
     ProviderError,
 )
-from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream, now_ms
 from pitrio.providers.google._request import (
     _ERROR_FINISH_REASONS,
@@ -213,24 +213,27 @@ class _Stream:
 
 async def _read_events(
     state: _Stream,
-    events: AsyncIterator[SSEEvent],
+    events: SSEBatches,
     unwrap: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> None:
     """Feed every event to ``state``; stop reading at the first bad one and raise its error
     (:func:`open_sse` finishes the response's generators)."""
-    async for event in events:
-        try:
-            chunk = sse_json(event)
-            if unwrap is not None and isinstance(chunk, Mapping):
-                chunk = unwrap(chunk)
-            if not isinstance(chunk, Mapping):
-                raise InvalidStreamError(f"Invalid stream chunk (not an object): {event.data!r}")
-            await state.chunk(chunk)
-        except ProviderError:
-            raise
-        except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
-            snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
-            raise InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}") from exc
+    async for batch in events:
+        for event in batch:
+            try:
+                chunk = sse_json(event)
+                if unwrap is not None and isinstance(chunk, Mapping):
+                    chunk = unwrap(chunk)
+                if not isinstance(chunk, Mapping):
+                    raise InvalidStreamError(
+                        f"Invalid stream chunk (not an object): {event.data!r}"
+                    )
+                await state.chunk(chunk)
+            except ProviderError:
+                raise
+            except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
+                snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
+                raise InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}") from exc
     if not state.finished:
         if state.block_reason is not None:
             raise ProviderError(f"Prompt blocked: {state.block_reason}")

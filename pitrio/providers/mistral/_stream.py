@@ -18,7 +18,7 @@ cut short and the stream fails with :data:`NO_FINISH_MESSAGE` (pi reports what a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -34,13 +34,12 @@ from pitrio.providers._events import (
     ToolCallStartEvent,
     tool_call_delta_event,
 )
-from pitrio.providers._http import InvalidStreamError, sse_json
+from pitrio.providers._http import InvalidStreamError, SSEBatches, sse_json
 from pitrio.providers._json_parse import parse_streaming_json
 from pitrio.providers._messages import Model, StopReason, ToolCall, Usage
 from pitrio.providers._models import with_cost
 from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import ProviderError
-from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
 from pitrio.providers._text import sanitize_surrogates
 from pitrio.providers.mistral._request import derive_tool_call_id
@@ -207,7 +206,7 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-async def read_stream(reader: ChunkReader, events: AsyncIterator[SSEEvent]) -> None:
+async def read_stream(reader: ChunkReader, events: SSEBatches) -> None:
     """Feed every event to ``reader`` until ``[DONE]``, then end its blocks.
 
     Raises:
@@ -216,22 +215,23 @@ async def read_stream(reader: ChunkReader, events: AsyncIterator[SSEEvent]) -> N
         ProviderError: the body ended before the answer did (:data:`NO_FINISH_MESSAGE`).
     """
     done = False
-    async for event in events:
-        if done:
-            continue  # the SDK stops at [DONE]; anything after it is ignored
-        if event.data.startswith("[DONE]"):
-            done = True
-            continue
-        chunk = sse_json(event)
-        if not isinstance(chunk, Mapping):
-            raise InvalidStreamError(f"Invalid stream chunk (not an object): {event.data!r}")
-        if "choices" not in chunk and (chunk.get("object") == "error" or "error" in chunk):
-            raise MistralStreamError(f"Mistral API error: {_json(chunk)}")
-        try:
-            await reader.feed(chunk)
-        except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
-            snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
-            raise InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}") from exc
+    async for batch in events:
+        for event in batch:
+            if done:
+                continue  # the SDK stops at [DONE]; anything after it is ignored
+            if event.data.startswith("[DONE]"):
+                done = True
+                continue
+            chunk = sse_json(event)
+            if not isinstance(chunk, Mapping):
+                raise InvalidStreamError(f"Invalid stream chunk (not an object): {event.data!r}")
+            if "choices" not in chunk and (chunk.get("object") == "error" or "error" in chunk):
+                raise MistralStreamError(f"Mistral API error: {_json(chunk)}")
+            try:
+                await reader.feed(chunk)
+            except (AttributeError, TypeError, ValueError) as exc:  # a chunk of the wrong shape
+                snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
+                raise InvalidStreamError(f"Invalid stream chunk ({exc}): {snippet}") from exc
     if not done and not reader.finished:
         raise ProviderError(NO_FINISH_MESSAGE)
     await reader.finish()

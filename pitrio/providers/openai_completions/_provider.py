@@ -171,16 +171,17 @@ async def _run(
         ) as events:
             await out.emit(StartEvent(partial=builder.snapshot()))
             finished = False
-            async for event in events:
-                if finished:
-                    continue  # the SDK reads on to the end of the body, ignoring the rest
-                if event.data.startswith("[DONE]"):
-                    finished = True
-                    continue
-                chunk = sse_json(event)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise StreamErrorChunk(_api_error_text(None, chunk["error"], None))
-                await reader.feed(chunk)
+            async for batch in events:
+                for event in batch:
+                    if finished:
+                        continue  # the SDK reads on to the end of the body, ignoring the rest
+                    if event.data.startswith("[DONE]"):
+                        finished = True
+                        continue
+                    chunk = sse_json(event)
+                    if isinstance(chunk, dict) and chunk.get("error"):
+                        raise StreamErrorChunk(_api_error_text(None, chunk["error"], None))
+                    await reader.feed(chunk)
         if not finished and not reader.finished:
             raise TruncatedStreamError(NO_FINISH_MESSAGE)
         await reader.finish_blocks()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,7 @@ from pitrio.providers._events import (
 )
 from pitrio.providers._http import (
     InvalidStreamError,
+    SSEBatches,
     sse_json,
 )
 from pitrio.providers._json_parse import parse_streaming_json
@@ -35,7 +36,6 @@ from pitrio.providers._partial import AssistantMessageBuilder
 from pitrio.providers._registry import (
     ProviderError,
 )
-from pitrio.providers._sse import SSEEvent
 from pitrio.providers._stream import AssistantMessageEventStream
 from pitrio.providers.openai_responses._request import (
     ResponsesStreamOptions,
@@ -321,7 +321,7 @@ def _failure_text(response: Mapping[str, Any]) -> str:
 
 
 async def process_responses_stream(
-    events: AsyncIterator[SSEEvent],
+    events: SSEBatches,
     builder: AssistantMessageBuilder,
     out: AssistantMessageEventStream,
     model: Model,
@@ -340,19 +340,20 @@ async def process_responses_stream(
     """
     reader = ResponsesEventReader(builder, out, model, options)
     ignore_rest = False
-    async for event in events:
-        if ignore_rest:
-            continue  # the SDK reads on to the end after [DONE]; so do we
-        if event.data.startswith("[DONE]"):
-            ignore_rest = True
-            continue
-        if event.event.startswith("thread."):
-            continue  # Assistants API events, never part of a Responses stream
-        payload = sse_json(event)
-        if isinstance(payload, dict):
-            if payload.get("error"):
-                raise ProviderError(_api_error_text(payload["error"]))
-            await reader.handle(payload)
+    async for batch in events:
+        for event in batch:
+            if ignore_rest:
+                continue  # the SDK reads on to the end after [DONE]; so do we
+            if event.data.startswith("[DONE]"):
+                ignore_rest = True
+                continue
+            if event.event.startswith("thread."):
+                continue  # Assistants API events, never part of a Responses stream
+            payload = sse_json(event)
+            if isinstance(payload, dict):
+                if payload.get("error"):
+                    raise ProviderError(_api_error_text(payload["error"]))
+                await reader.handle(payload)
     return reader.finished
 
 

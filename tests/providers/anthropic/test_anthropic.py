@@ -15,6 +15,7 @@ import httpx2
 import pydantic
 import pytest
 import trio
+import trio.lowlevel
 import typing_extensions
 from anthropic.types import RawMessageStreamEvent
 from anthropic.types.message_create_params import MessageCreateParamsStreaming
@@ -22,6 +23,7 @@ from anthropic.types.shared.error_response import ErrorResponse
 
 from pitrio.codec import from_wire, to_wire
 from pitrio.providers import (
+    ASSISTANT_STREAM_BUFFER,
     AssistantMessage,
     Context,
     ImageContent,
@@ -982,3 +984,66 @@ async def test_dropped_connection_handler_is_real(registry: ProviderRegistry) ->
     assert types_of(events) == ["error"]
     assert result.stop_reason == "error"
     assert result.error_message
+
+
+async def test_a_read_of_more_deltas_than_the_output_holds_waits_for_the_consumer(
+    registry: ProviderRegistry,
+) -> None:
+    """A read brings more text deltas than the event stream's buffer holds and the consumer
+    is slow: the reader waits for room (it does not drop or reorder), and every delta comes
+    out once, in order."""
+    body = fx.big_stream(ASSISTANT_STREAM_BUFFER * 80)
+    expected = [
+        json.loads(e.data)["delta"]["text"]
+        for e in SSEDecoder().feed(body)
+        if e.event == "content_block_delta"
+    ]
+    assert len(expected) > 3 * ASSISTANT_STREAM_BUFFER
+    async with (
+        serve(sse_handler(body)) as server,
+        open_http_client(),
+        stream_simple(
+            make_model(server), HI, StreamOptions(api_key=API_KEY), registry=registry
+        ) as events,
+    ):
+        deltas = []
+        async for event in events:
+            await trio.lowlevel.checkpoint()  # the producer runs on while this consumer is away
+            if isinstance(event, TextDeltaEvent):
+                deltas.append(event.delta)
+        result = await events.result()
+    assert deltas == expected
+    assert result.text() == "".join(expected)
+    assert result.stop_reason == "stop"
+
+
+async def test_text_deltas_that_are_repaired_or_malformed(registry: ProviderRegistry) -> None:
+    """A text delta with a raw control character in its text is repaired as pi does; a text
+    delta without its text ends the message with an error that names the event."""
+    start = fx.to_sse([fx.message_start(), fx.text_start(0)])
+    raw_tab = (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"a\tb"}}\n\n'
+    )
+    no_text = (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta"}}\n\n'
+    )
+    end = fx.to_sse(
+        [fx.block_stop(0), fx.message_delta("end_turn", output_tokens=3), fx.message_stop()]
+    )
+    async with (
+        serve(
+            sequence_handler(sse_handler(start + raw_tab + end), sse_handler(start + no_text))
+        ) as server,
+        open_http_client(),
+    ):
+        model = make_model(server)
+        repaired = (await collect(model, HI, StreamOptions(api_key=API_KEY), registry))[1]
+        malformed = (await collect(model, HI, StreamOptions(api_key=API_KEY), registry))[1]
+    assert (repaired.stop_reason, repaired.text()) == ("stop", "a\tb")
+    assert malformed.stop_reason == "error"
+    assert malformed.error_message is not None
+    assert malformed.error_message.startswith(
+        "Malformed Anthropic SSE event content_block_delta (KeyError: 'text')"
+    )
