@@ -526,8 +526,27 @@ class ClusterNode:
 
     # -- events ----------------------------------------------------------------------------
 
+    def writable(self, session_id: str, epoch: int) -> bool:
+        """Whether this node may still write the session at ``epoch``: it holds it, and its
+        leases were renewed less than a lease TTL ago by its own clock (the renewal's start:
+        a conservative bound on Redis' expiry).
+
+        The first call that finds the leases lapsed loses every session at once, as a failed
+        renewal does (:class:`SessionLost` for each, a new incarnation; a renewal that
+        arrives later is not applied), so a write refused here is never followed by one
+        allowed at the same epoch. Synchronous and cheap: asked before every file write of a
+        session this node owns.
+        """
+        if self._owned.get(session_id) != epoch:
+            return False
+        if time.monotonic() >= self._valid_until:
+            log.warning("cluster_leases_lapsed", node_id=self.node_id)
+            self._lose_all()
+            return False
+        return True
+
     def _check_fence(self, session_id: str, epoch: int) -> None:
-        if self._owned.get(session_id) != epoch or time.monotonic() >= self._valid_until:
+        if not self.writable(session_id, epoch):
             raise StaleOwner(session_id, epoch)
 
     async def append_event(self, session_id: str, epoch: int, seq: int, payload: bytes) -> None:

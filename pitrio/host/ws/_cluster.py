@@ -136,6 +136,12 @@ class ClusterNode(Protocol):
         """
         ...
 
+    def writable(self, session_id: str, epoch: int) -> bool:
+        """Whether this node may still write the session's file at ``epoch`` (it holds the
+        lease, renewed less than a TTL ago by its own clock). Asked before every file write;
+        once it says False the node has lost the session (a :class:`SessionLost` follows)."""
+        ...
+
     async def release(self, session_id: str) -> None:
         """Give up the lease of ``session_id``, closed here: no node takes it over, and the
         next opening (on any node) claims a new epoch."""

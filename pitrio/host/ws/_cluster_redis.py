@@ -131,6 +131,9 @@ class RedisNode:
         except (LeaseHeld, NotAMember) as exc:
             raise CommandRefused("session_failed", f"Cannot own the session: {exc}") from exc
 
+    def writable(self, session_id: str, epoch: int) -> bool:
+        return bool(self._node.writable(session_id, epoch))
+
     async def release(self, session_id: str) -> None:
         await self._node.close(session_id)
 

@@ -471,6 +471,11 @@ class Host:
             file = live.session.session_file
             if file is not None:
                 await run_file_work(write_epoch, file, live.epoch)
+        # The file is this node's while the lease is: a write after it lapsed (by this node's
+        # clock, even before a renewal says so) is refused, and the session is lost.
+        live.session.session_manager.guard_writes(
+            functools.partial(self.cluster.node.writable, live.id, live.epoch)
+        )
         self._sessions_nursery.start_soon(self.cluster.publish, live)
 
     def _closed(self, live: LiveSession) -> None:

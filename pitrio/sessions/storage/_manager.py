@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
@@ -668,6 +669,14 @@ class SessionManager(SessionTree):
         now (a cluster node that lost the session's lease). Not undone."""
         if self._writer is not None:
             self._writer.fence()
+
+    def guard_writes(self, guard: Callable[[], bool]) -> None:
+        """Ask ``guard()`` before every write to the session file from now on; the first
+        False stops the writing for good, as :meth:`stop_writing` (nothing of that write
+        reaches the file). For a cluster node, whose right to write the file ends when its
+        lease lapses, by its own clock, even before it hears so. No-op without a file."""
+        if self._writer is not None:
+            self._writer.guard = guard
 
     def close(self) -> None:
         """Release the file descriptor (entries held back before the first answer are kept)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -73,6 +73,7 @@ class SessionFileWriter:
         "_finalizer",
         "_pending",
         "_tail",
+        "guard",
         "path",
         "written",
     )
@@ -87,6 +88,10 @@ class SessionFileWriter:
         self._tail = tail
         self._failed: SessionWriteError | None = None
         self._fenced = False
+        self.guard: Callable[[], bool] | None = None
+        """Asked before every write; when it returns False nothing is written and the writer
+        fences itself (:meth:`fence`): for a file another writer may own from that moment
+        (a cluster node's session whose lease lapsed)."""
         self._expected_size: int | None = (
             tail.size if tail is not None else (0 if written == 0 else None)
         )
@@ -137,6 +142,9 @@ class SessionFileWriter:
         if self._pending:
             lines = [*self._pending, *lines]
         if not lines:
+            return 0
+        if self.guard is not None and not self.guard():
+            self.fence()
             return 0
         self._write(lines[0] if len(lines) == 1 else b"".join(lines))
         self._pending = []

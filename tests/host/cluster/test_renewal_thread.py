@@ -90,6 +90,31 @@ async def test_a_node_whose_loop_is_blocked_past_the_stall_limit_loses_its_lease
         assert event == SessionLost("s", epoch)
 
 
+async def test_a_lapse_seen_by_a_write_check_loses_every_session_at_once(redis_url, prefix):
+    """Right after a block past the stall limit, before any task of the node has run, the
+    write check (asked before each file write) refuses: the leases lapsed by the node's own
+    clock. That first refusal loses every session at once (a later renewal does not give them
+    back), and each session's loss is announced."""
+    async with open_cluster_node(
+        redis_url, node_id="a", address="ws://a", prefix=prefix, lease_ttl=1.0, stall_limit=1.5
+    ) as a:
+        first, second = await a.claim("s1"), await a.claim("s2")
+        assert a.writable("s1", first) and a.writable("s2", second)
+        time.sleep(4.5)  # noqa: ASYNC251
+        assert not a.writable("s1", first)  # no checkpoint since the block
+        assert a.epoch_of("s2") is None
+        lost = set()
+        with trio.fail_after(10):
+            while len(lost) < 2:
+                event = await a.ownership_events().receive()
+                if isinstance(event, SessionLost):
+                    lost.add(event)
+        assert lost == {SessionLost("s1", first), SessionLost("s2", second)}
+        await a.refresh()  # renewals go on, for the node's new incarnation only
+        assert not a.writable("s2", second)
+        assert await a.claim("s2") > second
+
+
 async def test_the_stall_limit_must_exceed_the_lease_ttl(redis_url, prefix):
     with pytest.raises(UsageError):
         async with open_cluster_node(

@@ -64,6 +64,7 @@ class FakeNode:
     def __init__(self, cluster: FakeCluster, node_id: str) -> None:
         self.cluster = cluster
         self._id = node_id
+        self.partitioned = False
         self._send, self._receive = trio.open_memory_channel[_Incoming](64)
         self._changes_send, self._changes = trio.open_memory_channel[SessionAssigned | SessionLost](
             64
@@ -85,6 +86,14 @@ class FakeNode:
         cluster.leases[session_id] = (self._id, epoch)
         return epoch
 
+    def writable(self, session_id: str, epoch: int) -> bool:
+        return not self.partitioned and self.cluster.leases.get(session_id) == (self._id, epoch)
+
+    def partition(self) -> None:
+        """Cut this node off: its appends hang (as a Redis that no longer answers) and, its
+        leases unrenewed, it may no longer write its sessions' files (``writable``)."""
+        self.partitioned = True
+
     async def release(self, session_id: str) -> None:
         await trio.lowlevel.checkpoint()
         if self.cluster.leases.get(session_id, ("", 0))[0] == self._id:
@@ -98,6 +107,8 @@ class FakeNode:
         self, session_id: str, epoch: int, events: Sequence[tuple[int, bytes]]
     ) -> None:
         await trio.lowlevel.checkpoint()
+        if self.partitioned:
+            await trio.sleep_forever()
         cluster = self.cluster
         if cluster.leases.get(session_id) != (self._id, epoch):
             raise OwnershipLost(f"{session_id} at {epoch}")

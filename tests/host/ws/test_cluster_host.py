@@ -248,3 +248,41 @@ async def test_a_lost_session_writes_nothing_more_to_its_file(tmp_path: Path) ->
             await live.closed.wait()
         assert live.dropped and sid not in a.sessions
         assert await trio.Path(path).read_bytes() == before
+
+
+async def test_a_node_cut_off_writes_nothing_to_its_file_before_it_hears_of_the_loss(
+    tmp_path: Path,
+) -> None:
+    """The node is cut off from the cluster mid-answer (its appends hang, its leases are not
+    renewed): when the answer ends, its end is not written to the file, which another node
+    may own from the moment the lease lapsed; the session is dropped once the loss arrives."""
+    from tests.host.ws.cluster_fake import SessionLost
+
+    node = FakeCluster().node("a")
+    opened = open_test_host(
+        tmp_path,
+        cluster=node,
+        token=TOKEN,
+        extra_env={"PITRIO_FAUX_TOKENS_PER_SECOND": "200"},
+    )
+    async with opened as a, open_client(a) as client:
+        created = await client.call({"type": "create_session"})
+        sid, path = created["data"]["session"], created["data"]["sessionFile"]
+        live = a.sessions[sid]
+        await client.send({"type": "prompt", "session": sid, "message": "first"})
+        with trio.fail_after(10):
+            await client.until(_is_end)
+        await client.send({"type": "prompt", "session": sid, "message": "second"})
+        with trio.fail_after(10):
+            await client.until(lambda f: f.get("type") == "message_update")
+        node.partition()
+        before = await trio.Path(path).read_bytes()
+        with trio.fail_after(10):
+            await live.session.wait_for_idle()  # the answer ended, its events unpublished
+            await live.session.session_manager.flush()
+        assert await trio.Path(path).read_bytes() == before
+        assert not live.dropped
+        await node.tell(SessionLost(sid))
+        with trio.fail_after(10):
+            await live.closed.wait()
+        assert await trio.Path(path).read_bytes() == before

@@ -184,6 +184,38 @@ def test_a_session_that_stopped_writing_leaves_its_file_to_the_next_writer(
     new.close()
 
 
+def test_a_write_guard_that_says_no_stops_the_writing_for_good(tmp_path: Path) -> None:
+    """``guard_writes``: the guard is asked before each write; while it says yes the lines
+    go to the file, and its first no writes nothing of that append (or after it, even once it
+    would say yes again) and releases the file to the next writer."""
+    path = saved_session(tmp_path)
+    manager = SessionManager.open(path)
+    m = Messages(10)
+    allowed = [True]
+    asked = []
+
+    def guard() -> bool:
+        asked.append(allowed[0])
+        return allowed[0]
+
+    manager.guard_writes(guard)
+    answer(manager, m, "while it may")
+    saved = path.read_bytes()
+    assert b"while it may" in saved
+    assert asked and all(asked)
+    allowed[0] = False
+    answer(manager, m, "after the lapse")
+    assert path.read_bytes() == saved
+    allowed[0] = True
+    answer(manager, m, "and later")
+    assert path.read_bytes() == saved
+    next_writer = SessionManager.open(path)  # the lock was released
+    answer(next_writer, m, "the next writer's")
+    assert b"the next writer's" in path.read_bytes()
+    manager.close()
+    next_writer.close()
+
+
 def test_two_managers_creating_one_file_write_one_header(tmp_path: Path) -> None:
     """Two new sessions at one missing path: only the first creates it, one header in it."""
     path = tmp_path / "new.jsonl"
