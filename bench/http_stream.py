@@ -15,9 +15,9 @@ prompt, and CPU per argument character beyond a prompt with ``"hello world"`` as
 
 ``--floor``: the same answer's bytes, read once as the socket delivered them, then decoded on
 CPython with nothing else, twice: SSE framing and one ``orjson.loads`` per event (``decode``),
-and that plus the pitrio event per text delta (``builder.append``, ``snapshot``,
-``TextDeltaEvent``: ``events``). CPU per delta of each, beside the provider alone
-(``--mode provider``) on the same bytes.
+and that plus the pitrio event per text delta (``builder.append``, ``snapshot``, a
+``TextDeltaEvent`` built as the providers build it: ``events``). CPU per delta of each, beside
+the provider alone (``--mode provider``) on the same bytes.
 
     python bench/http_stream.py --api anthropic-messages
     python bench/http_stream.py --tool-text-chars 1000,4000,16000,64000
@@ -36,6 +36,7 @@ import trio
 
 from pitrio.actors import AgentEvent, MessageUpdateEvent, open_agent
 from pitrio.providers import (
+    DELTA_FACTORIES,
     AssistantMessage,
     Context,
     StreamOptions,
@@ -279,6 +280,8 @@ async def floor_main(args: argparse.Namespace, root: str) -> dict[str, Any]:
                                   root, args.chars, measure=False)  # fmt: skip
     openai = args.api == "openai-completions"
 
+    make_delta = DELTA_FACTORIES[TextDeltaEvent]  # the providers' way to build one
+
     def decode(build: bool) -> tuple[int, float]:
         builder = new_message_builder(model)
         index = builder.add_text()
@@ -303,7 +306,7 @@ async def floor_main(args: argparse.Namespace, root: str) -> dict[str, Any]:
                     deltas += 1
                     if build:
                         append(text)
-                        TextDeltaEvent(content_index=index, delta=text, partial=builder.snapshot())
+                        make_delta(index, text, builder.snapshot())
         return deltas, cpu_s() - cpu0
 
     decode(True)  # warm-up
