@@ -91,6 +91,7 @@ async def test_shell_command_is_shown_and_recorded(tmp_path: Path) -> None:
     async with open_tui(tmp_path, []) as tui:
         tui.type("!echo out-of-shell\r")
         await tui.wait_for("out-of-shell\n")
+        await tui.wait_for(lambda: len(tui.app.session.messages) == 1)
         await tui.wait_for(lambda: "running..." not in tui.text())
         assert "! echo out-of-shell" in tui.text()
         # (A session holding no answer yet is not written to its file: as pi, it waits.)
@@ -104,7 +105,8 @@ async def test_double_bang_runs_a_command_the_model_never_sees(tmp_path: Path) -
     async with open_tui(tmp_path, []) as tui:
         tui.type("!!echo kept-private\r")
         await tui.wait_for("!! echo kept-private")
-        await tui.wait_for(lambda: "running..." not in tui.text())
+        # The run is recorded once it ended (before it starts, "running..." is not shown yet).
+        await tui.wait_for(lambda: len(tui.app.session.messages) == 1)
         (message,) = tui.app.session.messages
     assert message.exclude_from_context is True
 
