@@ -153,18 +153,26 @@ def slot_constructor(cls: type[_I], names: tuple[str, ...]) -> Callable[..., _I]
     The values are not validated or converted (these classes have no validators).
 
     Raises:
-        TypeError: a field of ``cls`` is not a slot, has a factory default, has a validator
-            or converter, or is missing from ``names`` without a default.
+        TypeError: a field of ``cls`` is not a slot of ``cls`` itself, has a factory default,
+            has a validator or converter, or is missing from ``names`` without a default; or
+            ``cls`` has a slot that is no field (a cached hash) or an ``__attrs_pre_init__``
+            or ``__attrs_post_init__``, which only its ``__init__`` would honour.
     """
     by_name = {field.name: field for field in attrs.fields(cast(Any, cls))}
     if set(names) - set(by_name):
         raise TypeError(f"{cls.__qualname__} has no fields {sorted(set(names) - set(by_name))}")
+    hidden = set(cls.__dict__.get("__slots__", ())) - set(by_name) - {"__weakref__"}
+    if hidden:
+        raise TypeError(f"{cls.__qualname__} has slots that are not fields: {sorted(hidden)}")
+    for hook in ("__attrs_pre_init__", "__attrs_post_init__"):
+        if hasattr(cls, hook):
+            raise TypeError(f"{cls.__qualname__} has {hook}")
     new = object.__new__
     fixed: list[tuple[Callable[[Any, Any], None], Any]] = []
     for field in by_name.values():
         slot = cls.__dict__.get(field.name)
         if not isinstance(slot, types.MemberDescriptorType):
-            raise TypeError(f"{cls.__qualname__}.{field.name} is not a slot")
+            raise TypeError(f"{cls.__qualname__}.{field.name} is not a slot of the class itself")
         if field.validator is not None or field.converter is not None:
             raise TypeError(f"{cls.__qualname__}.{field.name} has a validator or converter")
         if field.name in names:

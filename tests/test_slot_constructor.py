@@ -94,3 +94,29 @@ def test_a_class_it_cannot_build_is_refused() -> None:
         slot_constructor(NoSlots, ("a",))
     with pytest.raises(TypeError, match="no fields"):
         slot_constructor(Required, ("a", "b", "z"))
+
+    @attrs.frozen(cache_hash=True)
+    class CachedHash:
+        a: int
+
+    @attrs.frozen
+    class PostInit:
+        a: int
+
+        def __attrs_post_init__(self) -> None:
+            pass
+
+    @attrs.frozen
+    class Base:
+        a: int
+
+    @attrs.frozen
+    class Derived(Base):
+        b: int
+
+    with pytest.raises(TypeError, match="slots that are not fields"):
+        slot_constructor(CachedHash, ("a",))
+    with pytest.raises(TypeError, match="__attrs_post_init__"):
+        slot_constructor(PostInit, ("a",))
+    with pytest.raises(TypeError, match="not a slot of the class itself"):
+        slot_constructor(Derived, ("a", "b"))
