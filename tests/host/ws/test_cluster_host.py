@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from pitrio.host import Host
 from pitrio.host.load._ws import parse_metrics
+from pitrio.host.ws._host import LiveSession
 from pitrio.host.ws._tokens import Tokens
 from tests.host.serve_helpers import Client, http_get, open_client, open_test_host, text_of_deltas
-from tests.host.ws.cluster_fake import FakeCluster
+from tests.host.ws.cluster_fake import FakeCluster, FakeNode, SessionLost
 
 TOKEN = "cluster-host-token"
 
@@ -221,33 +225,48 @@ def test_serve_cluster_without_coredis_names_the_extra(tmp_path: Path) -> None:
     assert "pitrio[cluster]" in done.stderr
 
 
-async def test_a_lost_session_writes_nothing_more_to_its_file(tmp_path: Path) -> None:
-    """The node lost the session's lease mid-answer (cut off from the cluster while another
-    node takes it over from the shared file): it stops serving it, and appends nothing more
-    to the file (not the aborted end of its answer), which is the new owner's now."""
-    from tests.host.ws.cluster_fake import SessionLost
+@attrs.frozen
+class _Owned:
+    node: FakeNode
+    host: Host
+    client: Client
+    session: str
+    path: str
+    live: LiveSession
 
+
+@asynccontextmanager
+async def _session_on_one_node(tmp_path: Path, *, tokens_per_second: int) -> AsyncIterator[_Owned]:
+    """A host that is the only node of an in-memory cluster, a client, and a session it owns
+    (the faux model streaming at ``tokens_per_second``)."""
     node = FakeCluster().node("a")
     opened = open_test_host(
         tmp_path,
         cluster=node,
         token=TOKEN,
-        extra_env={"PITRIO_FAUX_TOKENS_PER_SECOND": "20"},
+        extra_env={"PITRIO_FAUX_TOKENS_PER_SECOND": str(tokens_per_second)},
     )
-    async with opened as a, open_client(a) as client:
+    async with opened as host, open_client(host) as client:
         created = await client.call({"type": "create_session"})
         sid, path = created["data"]["session"], created["data"]["sessionFile"]
-        live = a.sessions[sid]
-        await client.send({"type": "prompt", "session": sid, "message": "long " * 200})
+        yield _Owned(node, host, client, sid, path, host.sessions[sid])
+
+
+async def test_a_lost_session_writes_nothing_more_to_its_file(tmp_path: Path) -> None:
+    """The node lost the session's lease mid-answer (cut off from the cluster while another
+    node takes it over from the shared file): it stops serving it, and appends nothing more
+    to the file (not the aborted end of its answer), which is the new owner's now."""
+    async with _session_on_one_node(tmp_path, tokens_per_second=20) as o:
+        await o.client.send({"type": "prompt", "session": o.session, "message": "long " * 200})
         with trio.fail_after(10):
-            await client.until(lambda f: f.get("type") == "message_update")
-        before = await trio.Path(path).read_bytes()
-        await node.tell(SessionLost(sid))
+            await o.client.until(lambda f: f.get("type") == "message_update")
+        before = await trio.Path(o.path).read_bytes()
+        await o.node.tell(SessionLost(o.session))
         with trio.fail_after(10):
-            await client.until(lambda f: f.get("type") == "session_closed")
-            await live.closed.wait()
-        assert live.dropped and sid not in a.sessions
-        assert await trio.Path(path).read_bytes() == before
+            await o.client.until(lambda f: f.get("type") == "session_closed")
+            await o.live.closed.wait()
+        assert o.live.dropped and o.session not in o.host.sessions
+        assert await trio.Path(o.path).read_bytes() == before
 
 
 async def test_a_node_cut_off_writes_nothing_to_its_file_before_it_hears_of_the_loss(
@@ -256,33 +275,21 @@ async def test_a_node_cut_off_writes_nothing_to_its_file_before_it_hears_of_the_
     """The node is cut off from the cluster mid-answer (its appends hang, its leases are not
     renewed): when the answer ends, its end is not written to the file, which another node
     may own from the moment the lease lapsed; the session is dropped once the loss arrives."""
-    from tests.host.ws.cluster_fake import SessionLost
-
-    node = FakeCluster().node("a")
-    opened = open_test_host(
-        tmp_path,
-        cluster=node,
-        token=TOKEN,
-        extra_env={"PITRIO_FAUX_TOKENS_PER_SECOND": "200"},
-    )
-    async with opened as a, open_client(a) as client:
-        created = await client.call({"type": "create_session"})
-        sid, path = created["data"]["session"], created["data"]["sessionFile"]
-        live = a.sessions[sid]
-        await client.send({"type": "prompt", "session": sid, "message": "first"})
+    async with _session_on_one_node(tmp_path, tokens_per_second=200) as o:
+        await o.client.send({"type": "prompt", "session": o.session, "message": "first"})
         with trio.fail_after(10):
-            await client.until(_is_end)
-        await client.send({"type": "prompt", "session": sid, "message": "second"})
+            await o.client.until(_is_end)
+        await o.client.send({"type": "prompt", "session": o.session, "message": "second"})
         with trio.fail_after(10):
-            await client.until(lambda f: f.get("type") == "message_update")
-        node.partition()
-        before = await trio.Path(path).read_bytes()
+            await o.client.until(lambda f: f.get("type") == "message_update")
+        o.node.partition()
+        before = await trio.Path(o.path).read_bytes()
         with trio.fail_after(10):
-            await live.session.wait_for_idle()  # the answer ended, its events unpublished
-            await live.session.session_manager.flush()
-        assert await trio.Path(path).read_bytes() == before
-        assert not live.dropped
-        await node.tell(SessionLost(sid))
+            await o.live.session.wait_for_idle()  # the answer ended, its events unpublished
+            await o.live.session.session_manager.flush()
+        assert await trio.Path(o.path).read_bytes() == before
+        assert not o.live.dropped
+        await o.node.tell(SessionLost(o.session))
         with trio.fail_after(10):
-            await live.closed.wait()
-        assert await trio.Path(path).read_bytes() == before
+            await o.live.closed.wait()
+        assert await trio.Path(o.path).read_bytes() == before
